@@ -1,0 +1,1 @@
+"""toolrec's offline side: model preparation, catalog validation and linting, index builds, evaluation."""

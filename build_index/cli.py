@@ -1,0 +1,102 @@
+"""The `toolrec` command line. Each subcommand parses its arguments and calls one function elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from handler.errors import ToolrecError
+from handler.model_files import default_model_dir
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _model_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=None,
+        help="prepared model directory (default: $TOOLREC_MODEL_DIR or ~/.cache/toolrec/models/...)",
+    )
+
+
+def _embedder(args: argparse.Namespace, threads: int = 1):  # type: ignore[no-untyped-def]
+    from handler.embedder import OnnxEmbedder
+
+    return OnnxEmbedder(args.model_dir or default_model_dir(), threads=threads)
+
+
+def cmd_model_prepare(args: argparse.Namespace) -> int:
+    from build_index.model_prepare import prepare
+
+    model_dir = args.model_dir or default_model_dir()
+    spec = prepare(model_dir)
+    print(f"model ready at {model_dir} ({spec.model_id}, fingerprint {spec.fingerprint[:12]})")
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from build_index.build import build_index
+    from build_index.catalog_io import read_catalogs
+    from build_index.model_prepare import MODEL_ID
+    from build_index.publish import publish
+
+    tools = read_catalogs(args.catalog)
+    built = build_index(tools, _embedder(args), MODEL_ID, progress=not args.quiet)
+    manifest = publish(built, args.out)
+    print(f"built {manifest.tool_count} tools as {manifest.build_id} at {args.out}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from build_index.evaluate import evaluate, format_report
+    from build_index.model_prepare import MODEL_ID
+    from handler.ranking.retriever import Method
+
+    result = evaluate(args.bench_dir, _embedder(args), MODEL_ID, Method(args.retriever), args.with_instruction)
+    print(json.dumps(result) if args.json else format_report(result))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    model = commands.add_parser("model", help="manage the local embedding model")
+    model_commands = model.add_subparsers(dest="model_command", required=True)
+    prepare = model_commands.add_parser("prepare", help="build the pinned int8 model directory (idempotent)")
+    _model_dir_option(prepare)
+    prepare.set_defaults(run=cmd_model_prepare)
+
+    build = commands.add_parser("build", help="index catalogs and publish the build")
+    build.add_argument("--catalog", type=Path, action="append", required=True, help="catalog JSONL (repeatable)")
+    build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
+    build.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_dir_option(build)
+    build.set_defaults(run=cmd_build)
+
+    evaluation = commands.add_parser("eval", help="measure retrieval quality on a benchmark set")
+    evaluation.add_argument("bench_dir", type=Path)
+    evaluation.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    evaluation.add_argument("--with-instruction", action="store_true", help="prepend the query's instruction")
+    evaluation.add_argument("--json", action="store_true", help="print one JSON object")
+    _model_dir_option(evaluation)
+    evaluation.set_defaults(run=cmd_eval)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    command: Command = args.run
+    try:
+        return command(args)
+    except ToolrecError as exc:
+        print(f"toolrec: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

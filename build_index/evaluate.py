@@ -1,0 +1,155 @@
+"""`toolrec eval`: run a benchmark set (../shared/benchmarks format) through the real ranking path.
+
+The set's tools are indexed exactly as production indexes a catalog (index_text, the same analyzer and
+embedder, written and read back through the index format), cached by content so reruns are fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from build_index.build import build_index
+from build_index.metrics import completeness, ndcg, recall
+from build_index.publish import publish
+from handler.catalog import Tool
+from handler.embedder import Embedder
+from handler.index_format import LoadedIndex
+from handler.index_store import LocalIndexStore, load_latest
+from handler.ranking.retriever import Method
+
+EVAL_CACHE = Path.home() / ".cache" / "toolrec" / "eval"
+SUBSET_FIELDS = ("subset", "task", "split", "has_context")
+K = 10
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    groups: list[list[str]]
+    labels: dict[str, str]
+
+
+@dataclass
+class Scores:
+    queries: int = 0
+    sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def add(self, ranked: Sequence[str], groups: Sequence[Sequence[str]]) -> None:
+        self.queries += 1
+        self.sums["c@5"] += completeness(ranked, groups, 5)
+        self.sums["c@10"] += completeness(ranked, groups, 10)
+        self.sums["recall@10"] += recall(ranked, groups, 10)
+        self.sums["ndcg@10"] += ndcg(ranked, groups, 10)
+
+    def as_percentages(self) -> dict[str, float]:
+        return {name: round(100.0 * total / self.queries, 2) for name, total in self.sums.items()}
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def benchmark_tools(bench_dir: Path) -> tuple[list[str], list[Tool]]:
+    """The set's tool ids and the tools as catalog entries (benchmark rows skip catalog validation:
+    their names are not in App.ToolName form and some lack an app or schema)."""
+    ids, tools = [], []
+    for row in _read_jsonl(bench_dir / "tools.jsonl"):
+        ids.append(str(row["id"]))
+        name = str(row.get("name") or row["id"])
+        tools.append(
+            Tool.model_construct(
+                name=name,
+                description=str(row.get("description") or ""),
+                input_schema=row.get("input_schema") or {"type": "object", "properties": {}},
+                app=str(row.get("app") or name.split(".", maxsplit=1)[0]),
+                executor=None,
+                requirements=None,
+            )
+        )
+    return ids, tools
+
+
+def benchmark_queries(bench_dir: Path, with_instruction: bool) -> list[Query]:
+    queries = []
+    for row in _read_jsonl(bench_dir / "queries.jsonl"):
+        text = str(row["query"])
+        if with_instruction and row.get("instruction"):
+            text = f"{row['instruction']} {text}"
+        labels = {f: str(row[f]) for f in SUBSET_FIELDS if row.get(f) is not None}
+        groups = [[str(t) for t in g] for g in row["relevant_groups"]]
+        if len(groups) > 1:
+            labels["relevant"] = ">1 tool"
+        queries.append(Query(str(row["id"]), text, groups, labels))
+    return queries
+
+
+def cached_index(bench_dir: Path, embedder: Embedder, model_id: str, cache: Path = EVAL_CACHE) -> LoadedIndex:
+    """Build the set's index once per (tools file, model, code version of the index text) and reuse it."""
+    from handler.index_format import SCHEMA_VERSION
+    from handler.ranking import analyzer, text
+
+    digest = hashlib.sha256()
+    digest.update((bench_dir / "tools.jsonl").read_bytes())
+    digest.update(embedder.fingerprint.encode())
+    for module in (text, analyzer):  # the text formatting and analysis decide what is indexed
+        digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(str(SCHEMA_VERSION).encode())
+    root = cache / f"{bench_dir.name}-{digest.hexdigest()[:16]}"
+    store = LocalIndexStore(root)
+    if not (root / "LATEST").is_file():
+        _, tools = benchmark_tools(bench_dir)
+        publish(build_index(tools, embedder, model_id), str(root))
+    return load_latest(store, root, embedder.fingerprint)
+
+
+def evaluate(
+    bench_dir: Path, embedder: Embedder, model_id: str, method: Method, with_instruction: bool = False
+) -> dict[str, Any]:
+    ids, _ = benchmark_tools(bench_dir)
+    index = cached_index(bench_dir, embedder, model_id)
+    queries = benchmark_queries(bench_dir, with_instruction)
+    overall = Scores()
+    per_subset: dict[str, Scores] = defaultdict(Scores)
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        vector = None if method is Method.BM25 else embedder.embed(query.text)
+        hits = index.ranking.rank(query.text, vector, K, method=method)
+        latencies.append(time.perf_counter() - started)
+        ranked = [ids[h.index] for h in hits]
+        overall.add(ranked, query.groups)
+        for name, value in query.labels.items():
+            per_subset[f"{name}={value}"].add(ranked, query.groups)
+    return {
+        "set": bench_dir.name,
+        "retriever": method.value,
+        "with_instruction": with_instruction,
+        "queries": overall.queries,
+        "tools": len(ids),
+        **overall.as_percentages(),
+        "median_latency_ms": round(1000 * statistics.median(latencies), 3) if latencies else None,
+        "per_subset": {name: {"queries": s.queries, **s.as_percentages()} for name, s in sorted(per_subset.items())},
+    }
+
+
+def format_report(result: dict[str, Any]) -> str:
+    columns = ("c@5", "c@10", "recall@10", "ndcg@10")
+    lines = [
+        f"{result['set']}: {result['tools']} tools, {result['queries']} queries, retriever={result['retriever']}"
+        f"{' (with instruction)' if result['with_instruction'] else ''}, "
+        f"median {result['median_latency_ms']} ms/query",
+        f"{'subset':<34}{'queries':>8}" + "".join(f"{c:>11}" for c in columns),
+        f"{'all':<34}{result['queries']:>8}" + "".join(f"{result[c]:>11.2f}" for c in columns),
+    ]
+    for name, row in result["per_subset"].items():
+        lines.append(f"{name[:33]:<34}{row['queries']:>8}" + "".join(f"{row[c]:>11.2f}" for c in columns))
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""Publishing a build: its files under ``builds/<build_id>/`` first, the ``LATEST`` pointer last."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from handler.index_format import BUILDS, LATEST, MANIFEST, BuiltIndex, Manifest, write_build
+from handler.index_store import parse_s3_url
+
+
+def publish(built: BuiltIndex, location: str, s3_client: Any = None) -> Manifest:
+    """Write a build to a directory or ``s3://bucket/prefix`` and point LATEST at it."""
+    if location.startswith("s3://"):
+        return _publish_s3(built, location, s3_client)
+    return _publish_local(built, Path(location))
+
+
+def _publish_local(built: BuiltIndex, root: Path) -> Manifest:
+    staging_root = root / BUILDS
+    staging_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=staging_root))
+    manifest = write_build(built, staging)
+    staging.rename(staging_root / manifest.build_id)
+    _atomic_write(root / LATEST, manifest.build_id + "\n")
+    return manifest
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    with os.fdopen(fd, "w") as stream:
+        stream.write(text)
+    Path(tmp).replace(path)
+
+
+def _publish_s3(built: BuiltIndex, location: str, s3_client: Any) -> Manifest:
+    if s3_client is None:
+        import boto3
+
+        s3_client = boto3.client("s3")
+    bucket, prefix = parse_s3_url(location)
+
+    def key(*parts: str) -> str:
+        return "/".join(p for p in (prefix, *parts) if p)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = write_build(built, Path(tmp))
+        for name in [*manifest.files, MANIFEST]:  # the manifest after the files it describes
+            s3_client.upload_file(str(Path(tmp) / name), bucket, key(BUILDS, manifest.build_id, name))
+    s3_client.put_object(Bucket=bucket, Key=key(LATEST), Body=(manifest.build_id + "\n").encode())
+    return manifest

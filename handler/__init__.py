@@ -1,0 +1,1 @@
+"""toolrec serving: the ranking core, the index format, and the Lambda/HTTP/MCP adapters."""

@@ -1,0 +1,164 @@
+"""The index format, shared by the build step (writer) and the service (reader).
+
+A build is a directory ``builds/<build_id>/`` holding ``manifest.json`` (schema version, model
+fingerprint, analyzer and BM25 parameters, sha256 of every file) and plain ``.npy`` arrays written with
+``allow_pickle=False`` plus ``tools.json``. ``LATEST`` names the current build and is written last, so no
+reader ever sees half an index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from handler.catalog import Tool
+from handler.errors import IntegrityError
+from handler.model_files import sha256_file
+from handler.ranking.analyzer import Analyzer
+from handler.ranking.bm25 import BM25Index, BM25Params
+from handler.ranking.dense import DenseMatrix, QuantizedVectors
+from handler.ranking.retriever import RankingIndex
+
+SCHEMA_VERSION = 1
+LATEST = "LATEST"
+BUILDS = "builds"
+MANIFEST = "manifest.json"
+TOOLS = "tools.json"
+VOCABULARY = "bm25_vocabulary.json"
+ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weights")
+
+
+class ModelRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model_id: str
+    fingerprint: str
+    dimensions: int
+
+
+class AnalyzerRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    stopwords: list[str]
+    stemming: bool
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int
+    build_id: str
+    created_at: str
+    tool_count: int
+    model: ModelRef
+    analyzer: AnalyzerRef
+    bm25: dict[str, float]
+    files: dict[str, str]
+
+
+@dataclass(frozen=True)
+class BuiltIndex:
+    """Everything a build produces, in memory, before it is written."""
+
+    tools: Sequence[Tool]
+    vectors: QuantizedVectors
+    bm25: BM25Index
+    analyzer: Analyzer
+    bm25_params: BM25Params
+    model: ModelRef
+
+
+@dataclass(frozen=True)
+class LoadedIndex:
+    manifest: Manifest
+    tools: Sequence[Tool]
+    ranking: RankingIndex
+
+
+def new_build_id(content_digest: str) -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + content_digest[:12]
+
+
+def write_build(built: BuiltIndex, directory: Path) -> Manifest:
+    """Write one build's files into ``directory`` (a fresh, build-specific folder) and return its manifest."""
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray[Any, Any]] = {
+        "vectors": built.vectors.values,
+        "vector_scales": built.vectors.scales,
+        "bm25_indptr": built.bm25.indptr,
+        "bm25_doc_ids": built.bm25.doc_ids,
+        "bm25_weights": built.bm25.weights,
+    }
+    for name, array in arrays.items():
+        np.save(directory / f"{name}.npy", array, allow_pickle=False)
+    (directory / VOCABULARY).write_text(json.dumps(built.bm25.vocabulary, ensure_ascii=False))
+    tools = [tool.model_dump(mode="json", exclude_none=True) for tool in built.tools]
+    (directory / TOOLS).write_text(json.dumps(tools, ensure_ascii=False, sort_keys=True))
+    files = {path.name: sha256_file(path) for path in sorted(directory.iterdir()) if path.name != MANIFEST}
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    manifest = Manifest(
+        schema_version=SCHEMA_VERSION,
+        build_id=new_build_id(digest),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        tool_count=len(built.tools),
+        model=built.model,
+        analyzer=AnalyzerRef(stopwords=sorted(built.analyzer.stopwords), stemming=built.analyzer.stemming),
+        bm25={"k1": built.bm25_params.k1, "b": built.bm25_params.b},
+        files=files,
+    )
+    (directory / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
+    return manifest
+
+
+def read_manifest(text: str | bytes) -> Manifest:
+    try:
+        raw: Any = json.loads(text)
+    except ValueError as exc:
+        raise IntegrityError(f"the index manifest is not JSON ({exc})") from exc
+    if not isinstance(raw, dict) or raw.get("schema_version") != SCHEMA_VERSION:
+        version = raw.get("schema_version") if isinstance(raw, dict) else None
+        raise IntegrityError(f"unknown index schema version {version!r}; this toolrec reads {SCHEMA_VERSION}")
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as exc:
+        raise IntegrityError(f"the index manifest is invalid: {exc.error_count()} problem(s)") from exc
+
+
+def load_build(directory: Path, model_fingerprint: str, semantic_weight: float | None = None) -> LoadedIndex:
+    """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        raise IntegrityError(f"no {MANIFEST} in {directory}")
+    manifest = read_manifest(manifest_path.read_bytes())
+    if manifest.model.fingerprint != model_fingerprint:
+        raise IntegrityError(
+            f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
+            f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
+        )
+    expected = {f"{name}.npy" for name in ARRAYS} | {TOOLS, VOCABULARY}
+    if set(manifest.files) != expected:
+        raise IntegrityError(
+            f"index {manifest.build_id} lists files {sorted(manifest.files)}, expected {sorted(expected)}"
+        )
+    for name, digest in manifest.files.items():
+        path = directory / name
+        if not path.is_file():
+            raise IntegrityError(f"index {manifest.build_id} is missing {name}")
+        if sha256_file(path) != digest:
+            raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
+    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
+    tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS).read_text())]
+    vocabulary = json.loads((directory / VOCABULARY).read_text())
+    bm25 = BM25Index(vocabulary, arrays["bm25_indptr"], arrays["bm25_doc_ids"], arrays["bm25_weights"], len(tools))
+    analyzer = Analyzer(frozenset(manifest.analyzer.stopwords), manifest.analyzer.stemming)
+    dense = DenseMatrix.from_quantized(QuantizedVectors(arrays["vectors"], arrays["vector_scales"]))
+    if dense.rows.shape != (len(tools), manifest.model.dimensions):
+        raise IntegrityError(f"index {manifest.build_id}: vectors have shape {dense.rows.shape}")
+    options = {} if semantic_weight is None else {"semantic_weight": semantic_weight}
+    ranking = RankingIndex([t.name for t in tools], bm25, dense, analyzer, **options)
+    return LoadedIndex(manifest, tools, ranking)

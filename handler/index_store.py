@@ -1,0 +1,136 @@
+"""Where built indexes live: a local directory or an S3 prefix, behind one small interface.
+
+Both hold ``LATEST`` and ``builds/<build_id>/...``. The service reads ``LATEST``, fetches that build into a
+local cache directory (S3: under /tmp on Lambda, reused while it verifies), then loads it with checksums.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from handler.errors import IndexUnavailableError, IntegrityError
+from handler.index_format import BUILDS, LATEST, MANIFEST, LoadedIndex, load_build, read_manifest
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+
+class IndexStore(Protocol):
+    def latest_build_id(self) -> str:
+        """The build ``LATEST`` points at; IndexUnavailableError when there is none or storage fails."""
+        ...
+
+    def fetch(self, build_id: str, cache_dir: Path) -> Path:
+        """A local directory holding that build's files (not yet verified)."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+def _valid_build_id(build_id: str) -> str:
+    build_id = build_id.strip()
+    if not build_id or "/" in build_id or build_id.startswith("."):
+        raise IndexUnavailableError(f"LATEST holds an invalid build id {build_id!r}")
+    return build_id
+
+
+@dataclass(frozen=True)
+class LocalIndexStore:
+    root: Path
+
+    def latest_build_id(self) -> str:
+        try:
+            return _valid_build_id((self.root / LATEST).read_text())
+        except FileNotFoundError as exc:
+            raise IndexUnavailableError(f"no index at {self.root} (no {LATEST}): run `toolrec build`") from exc
+
+    def fetch(self, build_id: str, cache_dir: Path) -> Path:
+        return self.root / BUILDS / build_id
+
+    def describe(self) -> str:
+        return str(self.root)
+
+
+@dataclass(frozen=True)
+class S3IndexStore:
+    client: S3Client
+    bucket: str
+    prefix: str
+
+    def _key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.prefix.strip("/"), *parts) if p)
+
+    def latest_build_id(self) -> str:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(LATEST))["Body"].read()
+        except self.client.exceptions.NoSuchKey as exc:
+            raise IndexUnavailableError(f"no index at {self.describe()} (no {LATEST}): run `toolrec build`") from exc
+        except (BotoCoreError, ClientError) as exc:
+            raise IndexUnavailableError(f"cannot read {self.describe()}/{LATEST}: {exc}") from exc
+        return _valid_build_id(body.decode())
+
+    def fetch(self, build_id: str, cache_dir: Path) -> Path:
+        """Download a build once into ``cache_dir/<build_id>``; a complete cached copy is reused."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        target = cache_dir / build_id
+        if (target / MANIFEST).is_file():
+            return target
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{build_id}-", dir=cache_dir))
+        try:
+            manifest_body = self._get(BUILDS, build_id, MANIFEST)
+            manifest = read_manifest(manifest_body)
+            for name in manifest.files:
+                (staging / name).write_bytes(self._get(BUILDS, build_id, name))
+            (staging / MANIFEST).write_bytes(manifest_body)  # last: its presence marks a complete copy
+            staging.rename(target)
+        except (BotoCoreError, ClientError) as exc:
+            raise IndexUnavailableError(f"cannot download build {build_id} from {self.describe()}: {exc}") from exc
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return target
+
+    def _get(self, *parts: str) -> bytes:
+        body: bytes = self.client.get_object(Bucket=self.bucket, Key=self._key(*parts))["Body"].read()
+        return body
+
+    def describe(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix.strip('/')}"
+
+
+def parse_s3_url(location: str) -> tuple[str, str]:
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    if not bucket:
+        raise ValueError(f"{location!r} names no bucket")
+    return bucket, prefix.strip("/")
+
+
+def open_store(location: str, s3_client: Any = None) -> IndexStore:
+    """A store for ``DIR`` or ``s3://bucket/prefix`` (the S3 client is created here unless injected)."""
+    if location.startswith("s3://"):
+        bucket, prefix = parse_s3_url(location)
+        if s3_client is None:
+            import boto3
+
+            s3_client = boto3.client("s3")
+        return S3IndexStore(s3_client, bucket, prefix)
+    return LocalIndexStore(Path(location))
+
+
+def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str) -> LoadedIndex:
+    """Fetch and verify the build ``LATEST`` names. A corrupt cached copy is dropped, so a retry refetches it."""
+    build_id = store.latest_build_id()
+    directory = store.fetch(build_id, cache_dir)
+    try:
+        return load_build(directory, model_fingerprint)
+    except IntegrityError:
+        if directory.is_relative_to(cache_dir):
+            shutil.rmtree(directory, ignore_errors=True)
+        raise

@@ -1,0 +1,51 @@
+"""int8 vector quantization and scoring.
+
+Rows are L2-normalized embeddings; each row keeps its own scale (symmetric, max |x| -> 127), so the
+round-trip error of any component is at most half a quantization step of that row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float32]
+Int8Array = npt.NDArray[np.int8]
+
+
+@dataclass(frozen=True)
+class QuantizedVectors:
+    values: Int8Array  # (n, d)
+    scales: FloatArray  # (n,): row i ~= values[i] * scales[i]
+
+    def dequantize(self) -> FloatArray:
+        return self.values.astype(np.float32) * self.scales[:, None]
+
+
+def quantize(vectors: FloatArray) -> QuantizedVectors:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    peak = np.abs(vectors).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
+    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    values = np.clip(np.rint(vectors / scales[:, None]), -127, 127).astype(np.int8)
+    return QuantizedVectors(values, scales)
+
+
+@dataclass(frozen=True)
+class DenseMatrix:
+    """The vectors as the query path scores them.
+
+    Kept as a float32 copy of the dequantized rows: at 10k x 384 that is 15 MB and one BLAS
+    matrix-vector product (~0.3 ms), far below the cost of embedding the query.
+    """
+
+    rows: FloatArray
+
+    @classmethod
+    def from_quantized(cls, quantized: QuantizedVectors) -> DenseMatrix:
+        return cls(np.ascontiguousarray(quantized.dequantize()))
+
+    def score(self, query_vector: FloatArray) -> FloatArray:
+        """Cosine similarity of every row with a unit-length query vector."""
+        return self.rows @ np.asarray(query_vector, dtype=np.float32)

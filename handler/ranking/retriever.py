@@ -1,0 +1,88 @@
+"""Ranking tools for one query over an index held in memory. Pure: arrays in, ranked indices out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from handler.ranking.bm25 import BM25Index
+from handler.ranking.dense import DenseMatrix
+from handler.ranking.fusion import weighted_sum
+from handler.ranking.topk import top_k
+
+FloatArray = npt.NDArray[np.float32]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class Method(StrEnum):
+    HYBRID = "hybrid"
+    BM25 = "bm25"
+    DENSE = "dense"
+
+
+@dataclass(frozen=True)
+class Hit:
+    index: int
+    score: float
+
+
+def name_key(name: str) -> str:
+    """Tool names match exactly whatever the separator an agent used: "Slack.SendMessage" == "slack_sendmessage"."""
+    return name.strip().lower().replace("_", ".")
+
+
+@dataclass(frozen=True)
+class RankingIndex:
+    names: Sequence[str]
+    bm25: BM25Index
+    dense: DenseMatrix
+    analyzer: Callable[[str], list[str]]
+    semantic_weight: float = 0.5
+    _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {name_key(n): i for i, n in enumerate(self.names)})
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def exact_match(self, query: str) -> int | None:
+        return self._by_name.get(name_key(query))
+
+    def rank(
+        self,
+        query: str,
+        query_vector: FloatArray | None,
+        k: int,
+        allowed: BoolArray | None = None,
+        method: Method = Method.HYBRID,
+    ) -> list[Hit]:
+        """The k best allowed tools for a query, best first; a disallowed tool never takes a slot.
+
+        ``query_vector`` is the unit-length embedding of the query (unused by BM25 alone, which returns
+        only tools sharing a term with the query). A query equal to an allowed tool's name ranks it first.
+        """
+        if allowed is None:
+            allowed = np.ones(len(self), dtype=bool)
+        scores = self.scores(query, query_vector, allowed, method)
+        usable = allowed & (scores > 0) if method is Method.BM25 else allowed
+        scores = np.where(usable, scores, -np.inf).astype(np.float32)
+        exact = self.exact_match(query)
+        if exact is not None and allowed[exact]:
+            scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
+        chosen = top_k(scores, k)
+        return [Hit(int(i), float(scores[i])) for i in chosen]
+
+    def scores(self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method) -> FloatArray:
+        if method is Method.BM25:
+            return self.bm25.score(self.analyzer(query))
+        if query_vector is None:
+            raise ValueError(f"the {method} method needs a query vector")
+        semantic = self.dense.score(query_vector)
+        if method is Method.DENSE:
+            return semantic
+        return weighted_sum(self.bm25.score(self.analyzer(query)), semantic, allowed, self.semantic_weight)
