@@ -21,10 +21,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from handler.catalog import Tool
 from handler.errors import IntegrityError
+from handler.int8_scoring import Int8Scorer
 from handler.model_files import sha256_file
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
-from handler.ranking.dense import DenseMatrix, QuantizedVectors
+from handler.ranking.dense import QuantizedVectors
 from handler.ranking.retriever import RankingIndex
 
 SCHEMA_VERSION = 1
@@ -156,9 +157,10 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
     vocabulary = json.loads((directory / VOCABULARY).read_text())
     bm25 = BM25Index(vocabulary, arrays["bm25_indptr"], arrays["bm25_doc_ids"], arrays["bm25_weights"], len(tools))
     analyzer = Analyzer(frozenset(manifest.analyzer.stopwords), manifest.analyzer.stemming)
-    dense = DenseMatrix.from_quantized(QuantizedVectors(arrays["vectors"], arrays["vector_scales"]))
-    if dense.rows.shape != (len(tools), manifest.model.dimensions):
-        raise IntegrityError(f"index {manifest.build_id}: vectors have shape {dense.rows.shape}")
+    vectors = QuantizedVectors(arrays["vectors"], arrays["vector_scales"])
+    if vectors.values.shape != (len(tools), manifest.model.dimensions) or vectors.scales.shape != (len(tools),):
+        raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
+    dense = Int8Scorer(vectors)
     options = {} if semantic_weight is None else {"semantic_weight": semantic_weight}
     ranking = RankingIndex([t.name for t in tools], bm25, dense, analyzer, **options)
     return LoadedIndex(manifest, tools, ranking)

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from handler.ranking.bm25 import BM25Index
-from handler.ranking.dense import DenseMatrix
+from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import weighted_sum
 from handler.ranking.topk import top_k
 
@@ -39,7 +39,7 @@ def name_key(name: str) -> str:
 class RankingIndex:
     names: Sequence[str]
     bm25: BM25Index
-    dense: DenseMatrix
+    dense: DenseScorer
     analyzer: Callable[[str], list[str]]
     semantic_weight: float = 0.5
     _by_name: dict[str, int] = field(init=False, repr=False, compare=False)

@@ -1,0 +1,60 @@
+"""The int8 dense scorer: exact integer arithmetic, the same ranking as the float reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from handler.int8_scoring import MATMUL_INTEGER_MODEL, QUERY_LEVELS, Int8Scorer
+from handler.ranking.dense import DenseMatrix, quantize
+
+
+def unit_rows(rng: np.random.Generator, n: int, d: int = 384) -> np.ndarray:
+    rows = rng.normal(size=(n, d)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_embedded_graph_is_the_matmul_integer_graph() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B"], ["s"])],
+        "scorer",
+        [
+            helper.make_tensor_value_info("A", TensorProto.UINT8, [1, "d"]),
+            helper.make_tensor_value_info("B", TensorProto.INT8, ["d", "n"]),
+        ],
+        [helper.make_tensor_value_info("s", TensorProto.INT32, [1, "n"])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    assert model.SerializeToString() == MATMUL_INTEGER_MODEL
+
+
+def test_integer_products_are_exact_even_at_full_range() -> None:
+    # Rows of +-127 and a query at its peak are the case where a saturating int16 kernel would overflow.
+    rng = np.random.default_rng(7)
+    values = rng.choice(np.array([-127, 127], dtype=np.int8), size=(64, 384))
+    scorer = Int8Scorer(quantize(values.astype(np.float32)))
+    query = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=384)
+    expected = values.astype(np.int64) @ np.rint(query * QUERY_LEVELS).astype(np.int64)
+    got = scorer.score(query / np.linalg.norm(query)) / (1 / QUERY_LEVELS / np.linalg.norm(query))
+    np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-5)
+
+
+def test_scores_match_the_float_reference_within_query_rounding() -> None:
+    rng = np.random.default_rng(3)
+    quantized = quantize(unit_rows(rng, 2000))
+    reference, fast = DenseMatrix.from_quantized(quantized), Int8Scorer(quantized)
+    for query in unit_rows(rng, 20):
+        step = float(np.abs(query).max()) / QUERY_LEVELS
+        bound = 0.5 * step * float(np.abs(reference.rows).sum(axis=1).max())
+        assert np.abs(fast.score(query) - reference.score(query)).max() <= bound
+
+
+def test_a_zero_query_and_an_empty_matrix_score_zero() -> None:
+    rng = np.random.default_rng(5)
+    scorer = Int8Scorer(quantize(unit_rows(rng, 10)))
+    assert not scorer.score(np.zeros(384, dtype=np.float32)).any()
+    empty = Int8Scorer(quantize(np.zeros((0, 384), dtype=np.float32)))
+    assert empty.score(unit_rows(rng, 1)[0]).shape == (0,)
