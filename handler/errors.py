@@ -21,3 +21,36 @@ class IndexUnavailableError(ToolrecError):
 
 class CatalogError(ToolrecError):
     """A catalog row is invalid; the message names the file and line."""
+
+
+class PolicyUnavailableError(ToolrecError):
+    """The policy storage (file or DynamoDB) could not be read or written."""
+
+
+class RequestError(ToolrecError):
+    """A request the service refuses; ``name`` and ``status`` are the API error it maps to."""
+
+    name = "bad_request"
+    status = 400
+
+
+class UnauthorizedError(RequestError):
+    name = "unauthorized"
+    status = 401
+
+
+class ForbiddenError(RequestError):
+    name = "forbidden"
+    status = 403
+
+
+class NotFoundError(RequestError):
+    name = "not_found"
+    status = 404
+
+
+class ServiceUnavailableError(RequestError):
+    """A dependency failed for this request; a retry may succeed."""
+
+    name = "service_unavailable"
+    status = 503

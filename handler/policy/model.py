@@ -1,0 +1,123 @@
+"""The policy records every backend stores: gateways, access rules, apps, connections, API keys, the query log.
+
+Tool patterns are deliberately small: ``*`` (every tool), ``App.*`` (every tool of one app) or an exact
+``App.ToolName``. Matching ignores case. Anything else is refused when written, so a typo never silently
+allows or denies more than its author meant.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+ALL_TOOLS = "*"
+_PATTERN = re.compile(r"^(\*|[A-Za-z0-9][A-Za-z0-9_\-]*\.\*|[^\s*]+)$")
+
+
+def _tool_pattern(value: str) -> str:
+    value = value.strip()
+    if not _PATTERN.match(value):
+        raise ValueError(f"{value!r} is not a tool pattern: use '*', 'App.*' or an exact tool name")
+    return value
+
+
+ToolPattern = Annotated[str, AfterValidator(_tool_pattern)]
+Identifier = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\s#]+$")]
+Recommendation = Literal["on", "off", "auto"]
+
+
+class Gateway(BaseModel):
+    """A gateway: the tools it exposes and whether its MCP server recommends tools (PRODUCT.md §3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gateway_id: Identifier
+    allowed: tuple[ToolPattern, ...] = ()
+    recommendation: Recommendation = "auto"
+
+
+class AccessRule(BaseModel):
+    """Which tools a user may see and use.
+
+    ``subject`` is a user_id or ``*`` (every user). A user may use a tool when at least one allow rule that
+    applies to them matches it and no deny rule does: no allow rule means no tools (deny by default), and
+    deny always wins.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule_id: Identifier
+    subject: Identifier
+    effect: Literal["allow", "deny"]
+    tools: tuple[ToolPattern, ...] = Field(min_length=1)
+
+
+class AppInfo(BaseModel):
+    """An app the catalog's tools belong to, as the apps endpoint shows it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    app_id: Identifier
+    name: str = ""
+    description: str = ""
+    authorize_url: str | None = Field(default=None, description="where a user connects the app")
+
+
+class Connection(BaseModel):
+    """One user's connection to one app: whether it is usable, the account and the scopes it grants."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user_id: Identifier
+    app_id: Identifier
+    connected: bool = True
+    account: str | None = None
+    scopes: tuple[str, ...] = ()
+
+
+class ApiKeyRecord(BaseModel):
+    """An API key as stored: only its sha256, never the key itself."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key_id: Identifier
+    key_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    gateway_id: str | None = Field(default=None, description="the only gateway this key may use, if set")
+    description: str = ""
+    created_at: datetime | None = None
+
+
+class ExecutionRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_name: str
+    user_id: str
+    at: datetime
+    outcome: str = Field(description="ok, error, authorization_required, ...")
+
+
+class QueryRecord(BaseModel):
+    """One select request: what was recommended, for whom, when; executions link back by query_id."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query_id: str
+    user_id: str
+    gateway_id: str | None
+    tasks: tuple[str, ...]
+    recommended: tuple[tuple[str, ...], ...] = Field(description="tool names per task, in task order")
+    created_at: datetime
+    expires_at: int = Field(description="epoch seconds; DynamoDB TTL deletes the record after it")
+    executions: tuple[ExecutionRecord, ...] = ()
+
+
+class Principal(BaseModel):
+    """Who is calling: the API key that authenticated the request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key_id: str
+    gateway_id: str | None = None

@@ -1,0 +1,69 @@
+"""The policy port: one interface over the local policy file and the DynamoDB tables.
+
+Readers (the services) call the lookups; ``toolrec policy`` calls the writers; the execute path calls
+``record_execution``. Every method either answers or raises ``PolicyUnavailableError`` (storage failed),
+so a route maps storage trouble to 503 in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from handler.policy.model import (
+    AccessRule,
+    ApiKeyRecord,
+    AppInfo,
+    Connection,
+    ExecutionRecord,
+    Gateway,
+    QueryRecord,
+)
+
+
+class PolicyStore(Protocol):
+    # Gateways and access rules.
+    def gateway(self, gateway_id: str) -> Gateway | None: ...
+
+    def access_rules(self, user_id: str) -> Sequence[AccessRule]:
+        """The rules whose subject is this user or ``*``."""
+        ...
+
+    # Apps and connections.
+    def apps(self) -> Sequence[AppInfo]: ...
+
+    def connections(self, user_id: str) -> Sequence[Connection]: ...
+
+    # API keys.
+    def api_key(self, key_hash: str) -> ApiKeyRecord | None: ...
+
+    # Query log.
+    def put_query(self, record: QueryRecord) -> None: ...
+
+    def get_query(self, query_id: str) -> QueryRecord | None: ...
+
+    def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
+        """Link an execution to the select request that surfaced it; an unknown query_id is ignored."""
+        ...
+
+
+class PolicyWriter(Protocol):
+    """What ``toolrec policy`` needs: upserts and deletes of the records the service reads."""
+
+    def put_gateway(self, gateway: Gateway) -> None: ...
+
+    def delete_gateway(self, gateway_id: str) -> None: ...
+
+    def put_rule(self, rule: AccessRule) -> None: ...
+
+    def delete_rule(self, subject: str, rule_id: str) -> None: ...
+
+    def put_app(self, app: AppInfo) -> None: ...
+
+    def put_connection(self, connection: Connection) -> None: ...
+
+    def delete_connection(self, user_id: str, app_id: str) -> None: ...
+
+    def put_api_key(self, record: ApiKeyRecord) -> None: ...
+
+    def delete_api_key(self, key_hash: str) -> None: ...

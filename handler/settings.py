@@ -1,0 +1,52 @@
+"""The service's configuration: one pydantic-settings object, validated once at cold start.
+
+Every environment variable the service reads is a field here (prefix ``TOOLREC_``); ``infra/template.yaml``
+mirrors these names. An explicit constructor argument beats the environment, so tests and ``toolrec serve``
+pass values directly. A bad configuration raises at construction, i.e. during Lambda init, never in a request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from handler.model_files import default_model_dir
+
+ENV_PREFIX = "TOOLREC_"
+DYNAMODB_TABLE_FIELDS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+
+    index_location: str = Field(min_length=1, description="index directory or s3://bucket/prefix holding LATEST")
+    index_cache_dir: Path = Field(default=Path("/tmp/toolrec-index"), description="where S3 builds are cached")  # noqa: S108
+    index_refresh_seconds: float = Field(default=60.0, ge=0, description="how often a warm instance checks LATEST")
+    model_dir: Path = Field(default_factory=default_model_dir, description="prepared model directory")
+
+    policy_backend: Literal["file", "dynamodb"] = "file"
+    policy_file: Path | None = Field(default=None, description="local JSON policy file (file backend)")
+    policy_table: str | None = Field(default=None, description="DynamoDB table: gateways and access rules")
+    connections_table: str | None = Field(default=None, description="DynamoDB table: apps and user connections")
+    api_keys_table: str | None = Field(default=None, description="DynamoDB table: hashed API keys")
+    query_log_table: str | None = Field(default=None, description="DynamoDB table: query log (TTL expires_at)")
+    policy_cache_seconds: float = Field(default=30.0, ge=0, description="per-instance cache of policy lookups")
+    query_log_ttl_days: int = Field(default=30, ge=1, le=3650)
+
+    mcp_namespace: str = Field(default="Toolrec", pattern=r"^[A-Za-z][A-Za-z0-9]*$")
+    api_key: SecretStr | None = Field(default=None, description="local bootstrap API key (toolrec serve)")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    intra_op_threads: int = Field(default=1, ge=1, le=64, description="onnxruntime threads per query")
+
+    @model_validator(mode="after")
+    def _backend_complete(self) -> Settings:
+        if self.policy_backend == "file" and self.policy_file is None:
+            raise ValueError(f"{ENV_PREFIX}POLICY_FILE is required when {ENV_PREFIX}POLICY_BACKEND=file")
+        if self.policy_backend == "dynamodb":
+            missing = [f"{ENV_PREFIX}{name.upper()}" for name in DYNAMODB_TABLE_FIELDS if not getattr(self, name)]
+            if missing:
+                raise ValueError(f"{', '.join(missing)} required when {ENV_PREFIX}POLICY_BACKEND=dynamodb")
+        return self
