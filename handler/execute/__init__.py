@@ -1,0 +1,1 @@
+"""Running tools: the executor port and its adapters (http, mcp, lambda) and the execution service."""

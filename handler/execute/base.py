@@ -1,0 +1,79 @@
+"""The executor port: one interface over the places a tool can run, and the errors a run can end in.
+
+An executor only ever reaches the endpoint the catalog registered for the tool (``Tool.executor``): the request
+supplies the tool's arguments and nothing else, so a caller can never point a call at a URL, header or path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+
+from handler.catalog import Tool
+from handler.errors import ToolrecError
+
+
+class ExecutionError(ToolrecError):
+    """A run that did not produce an output. ``name`` is the stable error name shown to callers."""
+
+    name = "execution_failed"
+
+
+class ToolFailedError(ExecutionError):
+    """The tool ran and reported an error of its own."""
+
+    name = "tool_error"
+
+
+class ExecutorTimeoutError(ExecutionError):
+    """No answer within the tool's ``timeout_s``. The call may have run: it is never retried."""
+
+    name = "executor_timeout"
+
+
+class ExecutorUnavailableError(ExecutionError):
+    """The executor could not be reached or answered with something that is not a result."""
+
+    name = "executor_unavailable"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """What an executor receives: the catalog's tool (with its registered endpoint) and validated arguments."""
+
+    tool: Tool
+    arguments: Mapping[str, Any]
+    user_id: str
+
+
+class ToolExecutor(Protocol):
+    """Runs one call on the endpoint registered for the tool; returns the tool's output or raises ExecutionError."""
+
+    async def call(self, call: ToolCall) -> Any: ...
+
+
+class Dispatcher:
+    """Picks the adapter for a tool's executor kind and bounds every call by the tool's timeout.
+
+    Adapters also pass the timeout to their transport (so sockets close); this outer bound is what guarantees that
+    no executor, however it misbehaves, holds a request longer than the catalog allows.
+    """
+
+    def __init__(self, executors: Mapping[str, ToolExecutor]) -> None:
+        self._executors = dict(executors)
+
+    async def run(self, call: ToolCall) -> Any:
+        spec = call.tool.executor
+        if spec is None:
+            raise ExecutorUnavailableError(f"tool {call.tool.name} has no executor registered in the catalog")
+        executor = self._executors.get(spec.kind)
+        if executor is None:
+            raise ExecutorUnavailableError(f"executor kind {spec.kind!r} is not configured in this deployment")
+        try:
+            with anyio.fail_after(spec.timeout_s):
+                return await executor.call(call)
+        except TimeoutError as exc:
+            raise ExecutorTimeoutError(f"tool {call.tool.name} did not answer within {spec.timeout_s:g} s") from exc

@@ -1,0 +1,81 @@
+"""Real tool back ends for tests: an HTTP worker (the ``http`` executor's wire contract) and an upstream MCP server.
+
+Both do real work on their input (arithmetic, string handling), so a test can check that the output it gets back
+was computed by the worker from the arguments it sent, not echoed by toolrec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+SLOW_SECONDS = 3.0
+
+
+async def _forecast(arguments: dict[str, Any]) -> JSONResponse:
+    city = str(arguments["city"])
+    days = int(arguments.get("days", 1))
+    return JSONResponse({"city": city.title(), "days": [f"{city.lower()}-day-{n + 1}" for n in range(days)]})
+
+
+async def _fail(arguments: dict[str, Any]) -> JSONResponse:
+    return JSONResponse({"error": f"cannot reach printer {arguments.get('printer', '?')}"}, status_code=502)
+
+
+async def _slow(arguments: dict[str, Any]) -> JSONResponse:
+    await asyncio.sleep(SLOW_SECONDS)
+    return JSONResponse({"done": True})
+
+
+_HANDLERS = {"forecast": _forecast, "fail": _fail, "slow": _slow}
+
+
+def http_worker_app(calls: list[dict[str, Any]] | None = None) -> Starlette:
+    """A worker with three endpoints: ``/forecast`` computes, ``/fail`` errors, ``/slow`` outlasts a short timeout.
+
+    Every request body is appended to ``calls`` so tests can check what reached the worker (and how often).
+    """
+
+    async def handle(request: Request) -> JSONResponse:
+        body = await request.json()
+        if calls is not None:
+            calls.append({"path": request.url.path, **body})
+        handler = _HANDLERS[request.path_params["name"]]
+        return await handler(body["input"])
+
+    return Starlette(routes=[Route("/{name}", handle, methods=["POST"])])
+
+
+def upstream_mcp_server() -> MCPServer:
+    """An upstream MCP server with real tools: ``add`` (structured output), ``shout`` (text), ``explode`` (error)."""
+    server: MCPServer = MCPServer(name="upstream-test", log_level="WARNING")
+
+    @server.tool(description="Add two integers and return their sum.")
+    def add(a: int, b: int) -> dict[str, int]:
+        return {"sum": a + b}
+
+    @server.tool(description="Upper-case a text.")
+    def shout(text: str) -> str:
+        return text.upper() + "!"
+
+    @server.tool(description="Always fails, to test error results.")
+    def explode(reason: str) -> str:
+        raise ValueError(f"exploded: {reason}")
+
+    @server.tool(description="Sleep longer than a short timeout.")
+    async def dawdle(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "awake"
+
+    return server
+
+
+def upstream_mcp_app() -> Any:
+    """The upstream server as an ASGI app at ``/mcp`` (stateless JSON, as most hosted MCP servers run)."""
+    return upstream_mcp_server().streamable_http_app(json_response=True, stateless_http=True)
