@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from handler.catalog import Tool
-from handler.embedder import Embedder
+from handler.embedder import Embedder, OnnxEmbedder
 from handler.index_format import BuiltIndex, ModelRef
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Params, build_bm25
 from handler.ranking.dense import quantize
 from handler.ranking.text import index_text
 
+FloatArray = npt.NDArray[np.float32]
 PROGRESS_MIN_TOOLS = 200
+# Below this many texts a worker pool costs more (each worker loads the model, ~0.3 s) than it saves.
+PARALLEL_MIN_TOOLS = 2000
+CHUNK = 256
+T = TypeVar("T")
 
 
 def build_index(
@@ -25,21 +35,53 @@ def build_index(
     analyzer: Analyzer | None = None,
     bm25_params: BM25Params | None = None,
     progress: bool = True,
+    model_dir: Path | None = None,
+    workers: int = 1,
 ) -> BuiltIndex:
+    """Index a catalog. With ``model_dir`` and ``workers`` > 1, large catalogs embed in worker processes."""
     analyzer = analyzer or Analyzer()
     bm25_params = bm25_params or BM25Params()
     texts = [index_text(tool.name, tool.description) for tool in tools]
-    vectors = np.empty((len(texts), embedder.dimensions), dtype=np.float32)
-    for i, text in enumerate(_progress(texts, enabled=progress and len(texts) >= PROGRESS_MIN_TOOLS)):
-        vectors[i] = embedder.embed(text)
+    if model_dir is not None and workers > 1 and len(texts) >= PARALLEL_MIN_TOOLS:
+        vectors = _embed_in_workers(texts, model_dir, workers, progress)
+    else:
+        vectors = np.empty((len(texts), embedder.dimensions), dtype=np.float32)
+        for i, text in enumerate(_progress(texts, len(texts), progress)):
+            vectors[i] = embedder.embed(text)
     bm25 = build_bm25([analyzer(text) for text in texts], bm25_params)
     model = ModelRef(model_id=model_id, fingerprint=embedder.fingerprint, dimensions=embedder.dimensions)
     return BuiltIndex(tools, quantize(vectors), bm25, analyzer, bm25_params, model)
 
 
-def _progress(texts: Sequence[str], enabled: bool) -> Sequence[str]:
-    if not enabled:
-        return texts
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+_worker_embedder: OnnxEmbedder | None = None
+
+
+def _init_worker(model_dir: Path) -> None:
+    global _worker_embedder  # noqa: PLW0603 - one embedder per worker process, loaded once
+    _worker_embedder = OnnxEmbedder(model_dir, threads=1, verify=False)
+
+
+def _embed_chunk(texts: list[str]) -> FloatArray:
+    assert _worker_embedder is not None
+    return np.stack([_worker_embedder.embed(text) for text in texts])
+
+
+def _embed_in_workers(texts: Sequence[str], model_dir: Path, workers: int, progress: bool) -> FloatArray:
+    """One text at a time in each worker (so vectors equal the query path's), chunks merged in order."""
+    chunks = [list(texts[i : i + CHUNK]) for i in range(0, len(texts), CHUNK)]
+    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(model_dir,)) as pool:
+        parts = list(_progress(pool.map(_embed_chunk, chunks), len(chunks), progress, unit="chunk"))
+    return np.concatenate(parts).astype(np.float32)
+
+
+def _progress(items: Iterable[T], total: int, enabled: bool, unit: str = "tool") -> Iterator[T]:
+    if not enabled or total * (CHUNK if unit == "chunk" else 1) < PROGRESS_MIN_TOOLS:
+        yield from items
+        return
     from tqdm import tqdm
 
-    return tqdm(texts, desc="embedding tools", unit="tool", file=sys.stderr, mininterval=1.0)  # type: ignore[no-any-return]
+    yield from tqdm(items, total=total, desc="embedding tools", unit=unit, file=sys.stderr, mininterval=1.0)

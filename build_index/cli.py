@@ -39,13 +39,16 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from build_index.build import build_index
+    from build_index.build import build_index, default_workers
     from build_index.catalog_io import read_catalogs
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
 
     tools = read_catalogs(args.catalog)
-    built = build_index(tools, _embedder(args), MODEL_ID, progress=not args.quiet)
+    model_dir = args.model_dir or default_model_dir()
+    built = build_index(
+        tools, _embedder(args), MODEL_ID, progress=not args.quiet, model_dir=model_dir, workers=default_workers()
+    )
     manifest = publish(built, args.out)
     print(f"built {manifest.tool_count} tools as {manifest.build_id} at {args.out}")
     return 0
@@ -59,6 +62,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     result = evaluate(args.bench_dir, _embedder(args), MODEL_ID, Method(args.retriever), args.with_instruction)
     print(json.dumps(result) if args.json else format_report(result))
     return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from build_index.catalog_io import read_catalogs
+    from build_index.lint import lint_tools
+
+    tools = read_catalogs(args.catalog)
+    report = lint_tools(tools, _embedder(args).embed, args.duplicate_threshold)
+    print(json.dumps(report.as_json()) if args.json else "\n".join(report.lines()))
+    return 0 if report.clean else 1
 
 
 def parser() -> argparse.ArgumentParser:
@@ -77,6 +90,15 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_dir_option(build)
     build.set_defaults(run=cmd_build)
+
+    lint = commands.add_parser("lint", help="report catalog names and first lines that hurt matching")
+    lint.add_argument("--catalog", type=Path, action="append", required=True, help="catalog JSONL (repeatable)")
+    lint.add_argument("--json", action="store_true", help="print one JSON object")
+    lint.add_argument(
+        "--duplicate-threshold", type=float, default=0.95, help="cosine at which two first lines are near-duplicates"
+    )
+    _model_dir_option(lint)
+    lint.set_defaults(run=cmd_lint)
 
     evaluation = commands.add_parser("eval", help="measure retrieval quality on a benchmark set")
     evaluation.add_argument("bench_dir", type=Path)
