@@ -74,6 +74,19 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 0 if report.clean else 1
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from build_index.serve import serve
+
+    serve(args.host, args.port, args.root, None, args.index, args.policy)
+    return 0
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    from build_index.policy_cli import run_policy
+
+    return run_policy(args)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -107,6 +120,20 @@ def parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--json", action="store_true", help="print one JSON object")
     _model_dir_option(evaluation)
     evaluation.set_defaults(run=cmd_eval)
+
+    serve = commands.add_parser("serve", help="serve the REST API locally (embedded default: demo index + policy file)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--index", default=None, help="index directory or s3://... (default: the demo, built on first run)"
+    )
+    serve.add_argument("--policy", type=Path, default=None, help="policy file (default: .toolrec/policy.json)")
+    serve.add_argument("--root", type=Path, default=Path(".toolrec"), help="where the embedded default lives")
+    serve.set_defaults(run=cmd_serve)
+
+    from build_index.policy_cli import add_policy_parser
+
+    add_policy_parser(commands, cmd_policy)
     return root
 
 

@@ -1,0 +1,202 @@
+"""``toolrec policy ...``: write gateways, access rules, apps, connections and API keys to either backend.
+
+The backend is the local policy file (``--file``, default $TOOLREC_POLICY_FILE or .toolrec/policy.json) or
+DynamoDB (``--dynamodb``; table names from the options or the same TOOLREC_* variables the service reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+DEFAULT_POLICY_FILE = Path(".toolrec") / "policy.json"
+_TABLE_OPTIONS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--file", type=Path, default=None, help="policy file (default: $TOOLREC_POLICY_FILE)")
+    parser.add_argument("--dynamodb", action="store_true", help="write to the DynamoDB tables instead")
+    for option in _TABLE_OPTIONS:
+        parser.add_argument(f"--{option.replace('_', '-')}", help=f"(default $TOOLREC_{option.upper()})")
+
+
+def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
+    from handler.policy.dynamodb_store import DynamoPolicyStore
+    from handler.policy.file_store import FilePolicyStore
+    from handler.settings import ENV_PREFIX  # the service's own variable names
+
+    if not args.dynamodb:
+        env_file = os.environ.get(f"{ENV_PREFIX}POLICY_FILE")
+        return FilePolicyStore(args.file or (Path(env_file) if env_file else DEFAULT_POLICY_FILE))
+    for option in _TABLE_OPTIONS:
+        if not getattr(args, option):
+            setattr(args, option, os.environ.get(f"{ENV_PREFIX}{option.upper()}"))
+    missing = [f"--{o.replace('_', '-')}" for o in _TABLE_OPTIONS if not getattr(args, o)]
+    if missing:
+        raise SystemExit(f"toolrec policy --dynamodb needs {', '.join(missing)} (or their TOOLREC_* variables)")
+    if dynamodb_client is None:
+        import boto3
+
+        dynamodb_client = boto3.client("dynamodb")
+    return DynamoPolicyStore(dynamodb_client, tables(args))
+
+
+def tables(args: argparse.Namespace) -> Any:
+    from handler.policy.dynamodb_store import TableNames
+
+    return TableNames(args.policy_table, args.connections_table, args.api_keys_table, args.query_log_table)
+
+
+def _gateway_put(args: argparse.Namespace, store: Any) -> str:
+    from handler.policy.model import Gateway
+
+    store.put_gateway(
+        Gateway(gateway_id=args.gateway_id, allowed=tuple(args.allow), recommendation=args.recommendation)
+    )
+    return f"gateway {args.gateway_id} allows {', '.join(args.allow) or 'nothing'}"
+
+
+def _gateway_delete(args: argparse.Namespace, store: Any) -> str:
+    store.delete_gateway(args.gateway_id)
+    return f"gateway {args.gateway_id} deleted"
+
+
+def _rule_put(args: argparse.Namespace, store: Any) -> str:
+    from handler.policy.model import AccessRule
+
+    store.put_rule(AccessRule(rule_id=args.rule_id, subject=args.subject, effect=args.effect, tools=tuple(args.tools)))
+    return f"rule {args.rule_id}: {args.effect} {args.subject} {', '.join(args.tools)}"
+
+
+def _rule_delete(args: argparse.Namespace, store: Any) -> str:
+    store.delete_rule(args.subject, args.rule_id)
+    return f"rule {args.rule_id} of {args.subject} deleted"
+
+
+def _app_put(args: argparse.Namespace, store: Any) -> str:
+    from handler.policy.model import AppInfo
+
+    app = AppInfo(
+        app_id=args.app_id, name=args.name or "", description=args.description or "", authorize_url=args.authorize_url
+    )
+    store.put_app(app)
+    return f"app {args.app_id} saved"
+
+
+def _connection_put(args: argparse.Namespace, store: Any) -> str:
+    from handler.policy.model import Connection
+
+    connection = Connection(
+        user_id=args.user_id,
+        app_id=args.app_id,
+        connected=not args.disconnected,
+        account=args.account,
+        scopes=tuple(args.scope),
+    )
+    store.put_connection(connection)
+    return f"{args.user_id} {'disconnected from' if args.disconnected else 'connected to'} {args.app_id}"
+
+
+def _connection_delete(args: argparse.Namespace, store: Any) -> str:
+    store.delete_connection(args.user_id, args.app_id)
+    return f"connection of {args.user_id} to {args.app_id} deleted"
+
+
+def _key_create(args: argparse.Namespace, store: Any) -> str:
+    from handler.policy.keys import generate_key, hash_key
+    from handler.policy.model import ApiKeyRecord
+
+    key = args.key or generate_key()
+    key_id = args.key_id or hash_key(key)[:12]
+    store.put_api_key(
+        ApiKeyRecord(key_id=key_id, key_hash=hash_key(key), gateway_id=args.gateway, description=args.description)
+    )
+    shown = "" if args.key else f"\n{key}\n(the key is shown once: only its sha256 is stored)"
+    return f"API key {key_id} created{' for gateway ' + args.gateway if args.gateway else ''}{shown}"
+
+
+def _key_revoke(args: argparse.Namespace, store: Any) -> str:
+    from handler.policy.keys import hash_key
+
+    is_hash = len(args.key) == 64 and all(c in "0123456789abcdef" for c in args.key)
+    store.delete_api_key(args.key if is_hash else hash_key(args.key))
+    return "API key revoked"
+
+
+def _create_tables(args: argparse.Namespace, store: Any) -> str:
+    from handler.policy.dynamodb_schema import create_tables
+    from handler.policy.dynamodb_store import DynamoPolicyStore
+
+    if not isinstance(store, DynamoPolicyStore):
+        raise SystemExit("create-tables needs --dynamodb")
+    created = create_tables(store._client, store.tables)
+    return f"created {', '.join(created)}" if created else "all tables exist"
+
+
+Action = Callable[[argparse.Namespace, Any], str]
+
+
+def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> None:
+    policy = commands.add_parser("policy", help="write gateways, rules, apps, connections and API keys")
+    add_backend_options(policy)
+    policy.set_defaults(run=run)
+    kinds = policy.add_subparsers(dest="policy_kind", required=True)
+
+    def action(parent: Any, name: str, func: Action, help_text: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = parent.add_parser(name, help=help_text)
+        sub.set_defaults(policy_action=func)
+        return sub
+
+    gateway = kinds.add_parser("gateway", help="gateways").add_subparsers(dest="verb", required=True)
+    put = action(gateway, "put", _gateway_put, "create or replace a gateway")
+    put.add_argument("gateway_id")
+    put.add_argument("--allow", nargs="*", default=[], help="'*', 'App.*' or exact tool names")
+    put.add_argument("--recommendation", choices=["on", "off", "auto"], default="auto")
+    action(gateway, "delete", _gateway_delete, "delete a gateway").add_argument("gateway_id")
+
+    rule = kinds.add_parser("rule", help="user access rules").add_subparsers(dest="verb", required=True)
+    put = action(rule, "put", _rule_put, "create or replace an access rule")
+    put.add_argument("--subject", required=True, help="a user_id, or '*' for every user")
+    put.add_argument("--rule-id", required=True)
+    put.add_argument("--effect", choices=["allow", "deny"], required=True)
+    put.add_argument("--tools", nargs="+", required=True, help="'*', 'App.*' or exact tool names")
+    delete = action(rule, "delete", _rule_delete, "delete an access rule")
+    delete.add_argument("--subject", required=True)
+    delete.add_argument("--rule-id", required=True)
+
+    app = kinds.add_parser("app", help="apps").add_subparsers(dest="verb", required=True)
+    put = action(app, "put", _app_put, "create or replace an app")
+    put.add_argument("app_id")
+    put.add_argument("--name")
+    put.add_argument("--description")
+    put.add_argument("--authorize-url")
+
+    connection = kinds.add_parser("connection", help="user connections").add_subparsers(dest="verb", required=True)
+    put = action(connection, "put", _connection_put, "connect a user to an app")
+    put.add_argument("user_id")
+    put.add_argument("app_id")
+    put.add_argument("--account")
+    put.add_argument("--scope", action="append", default=[], help="a granted scope (repeatable)")
+    put.add_argument("--disconnected", action="store_true", help="record the connection as not usable")
+    delete = action(connection, "delete", _connection_delete, "remove a connection")
+    delete.add_argument("user_id")
+    delete.add_argument("app_id")
+
+    key = kinds.add_parser("key", help="API keys").add_subparsers(dest="verb", required=True)
+    create = action(key, "create", _key_create, "create an API key (printed once) or register --key")
+    create.add_argument("--key", help="register this key instead of generating one")
+    create.add_argument("--key-id")
+    create.add_argument("--gateway", help="limit the key to this gateway")
+    create.add_argument("--description", default="")
+    action(key, "revoke", _key_revoke, "revoke a key (the key or its sha256)").add_argument("key")
+
+    action(kinds, "create-tables", _create_tables, "create the DynamoDB tables (--dynamodb)")
+
+
+def run_policy(args: argparse.Namespace, dynamodb_client: Any = None) -> int:
+    func: Action = args.policy_action
+    print(func(args, open_writer(args, dynamodb_client)))
+    return 0

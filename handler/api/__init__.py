@@ -1,0 +1,1 @@
+"""The REST adapter: schemas, auth, error mapping, routes."""

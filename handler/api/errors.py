@@ -1,0 +1,105 @@
+"""The one place errors become HTTP responses: every error, FastAPI's own included, gets the ErrorBody shape.
+
+Routes never build an error response by hand: they (or the services) raise a ToolrecError. Validation
+messages name the field and the rule, never the Python type or the submitted value.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from handler.api.schemas import ErrorBody, FieldError
+from handler.errors import (
+    IndexUnavailableError,
+    IntegrityError,
+    ModelMissingError,
+    PolicyUnavailableError,
+    RequestError,
+    ToolrecError,
+)
+
+log = logging.getLogger(__name__)
+_UNAVAILABLE = (IndexUnavailableError, IntegrityError, ModelMissingError, PolicyUnavailableError)
+_NAMES_BY_STATUS = {
+    400: "validation_error",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "validation_error",
+    503: "service_unavailable",
+}
+# The body sections a FastAPI error location starts with; the field path is what follows.
+_LOCATION_ROOTS = {"body", "query", "path", "header"}
+
+
+def error_response(status: int, name: str, message: str, field_errors: list[FieldError] | None = None) -> JSONResponse:
+    body = ErrorBody(name=name, message=message, field_errors=field_errors)
+    headers = {"WWW-Authenticate": "Bearer"} if status == HTTPStatus.UNAUTHORIZED else None
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
+
+
+def field_errors(errors: Sequence[Any]) -> list[FieldError]:
+    result = []
+    for error in errors:
+        location = [str(part) for part in error.get("loc", ())]
+        if location and location[0] in _LOCATION_ROOTS:
+            location = location[1:]
+        if error.get("type") == "json_invalid":
+            result.append(FieldError(field="body", message="the request body is not valid JSON"))
+            continue
+        if error.get("type") == "model_attributes_type" and location == []:
+            result.append(
+                FieldError(field="body", message="the body must be a JSON object (Content-Type: application/json)")
+            )
+            continue
+        message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
+        result.append(FieldError(field=".".join(location) or "body", message=message))
+    return result
+
+
+async def _validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = field_errors(exc.errors())
+    return error_response(400, "validation_error", "the request is invalid; see field_errors", errors)
+
+
+async def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    name = _NAMES_BY_STATUS.get(status, HTTPStatus(status).phrase.lower().replace(" ", "_"))
+    message = f"no route {request.method} {request.url.path}" if status == HTTPStatus.NOT_FOUND else str(exc.detail)
+    return error_response(status, name, message)
+
+
+async def _toolrec(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, RequestError):
+        # Errors that name fields (execute's input check) carry `field_errors`: objects with field and message.
+        problems = getattr(exc, "field_errors", None)
+        fields = [FieldError(field=p.field, message=p.message) for p in problems] if problems else None
+        return error_response(exc.status, exc.name, str(exc), fields)
+    if isinstance(exc, _UNAVAILABLE):
+        log.warning("service unavailable: %s", exc)
+        return error_response(503, "service_unavailable", str(exc))
+    log.error("unmapped toolrec error", exc_info=exc)
+    return error_response(500, "internal_error", str(exc))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.error("unexpected error", exc_info=exc)
+    return error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(ToolrecError, _toolrec)
+    app.add_exception_handler(Exception, _unexpected)

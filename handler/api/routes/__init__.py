@@ -1,0 +1,1 @@
+"""REST routers: thin (parse, call a service, return a response model)."""

@@ -1,0 +1,31 @@
+"""GET /healthz: which build is served and how many tools it holds, or why none is (no auth)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from handler.api.auth import ServicesDep
+from handler.api.schemas import HealthResponse
+
+router = APIRouter(tags=["health"])
+
+
+@router.get(
+    "/healthz",
+    response_model=HealthResponse,
+    responses={503: {"model": HealthResponse, "description": "no index is loaded"}},
+    summary="Service health",
+)
+def healthz(services: ServicesDep) -> HealthResponse | JSONResponse:
+    services.holder.poll()
+    health = services.holder.health()
+    body = HealthResponse(
+        status="ok" if health.ok else "unavailable",
+        build_id=health.build_id,
+        tool_count=health.tool_count,
+        reason=health.reason,
+    )
+    if health.ok:
+        return body
+    return JSONResponse(body.model_dump(), status_code=503)

@@ -1,0 +1,59 @@
+"""POST /mcp/{gateway_id}: each gateway as a stateless streamable-HTTP MCP server (JSON responses).
+
+The API key authenticates as for REST (``Authorization: Bearer``); the end user is named by the ``X-Toolrec-User``
+header on every request, since a stateless server keeps no session to remember them by. Refusals before the
+exchange (no key, unknown gateway, key limited to another gateway) use the REST error body; everything after is
+JSON-RPC (see handler/mcp/jsonrpc.py for what is written by hand and why).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import anyio.to_thread
+import mcp_types as types
+from fastapi import APIRouter, Header, Path, Request, Response
+from fastapi.responses import JSONResponse
+
+from handler.api.auth import PrincipalDep, ServicesDep
+from handler.api.routes.execute import ExecutionDep
+from handler.mcp.gateway import open_host
+from handler.mcp.jsonrpc import exchange
+
+USER_HEADER = "X-Toolrec-User"
+PROTOCOL_HEADER = "MCP-Protocol-Version"
+GatewayId = Annotated[str, Path(min_length=1, max_length=256)]
+
+router = APIRouter(tags=["mcp"])
+
+
+@router.post(
+    "/mcp/{gateway_id}",
+    response_model=None,
+    summary="MCP streamable HTTP endpoint of one gateway (JSON-RPC; stateless)",
+)
+async def mcp_message(
+    gateway_id: GatewayId,
+    request: Request,
+    principal: PrincipalDep,
+    services: ServicesDep,
+    execution: ExecutionDep,
+    user: Annotated[str | None, Header(alias=USER_HEADER, description="the end user, on every request")] = None,
+    protocol_version: Annotated[str | None, Header(alias=PROTOCOL_HEADER)] = None,
+) -> Response:
+    if user is None or not user.strip():
+        error = types.ErrorData(code=types.INVALID_REQUEST, message=f"the {USER_HEADER} header must name the user")
+        body = types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
+        return JSONResponse(body.model_dump(by_alias=True, mode="json", exclude_none=True), status_code=400)
+    host = await anyio.to_thread.run_sync(open_host, services, execution, principal, gateway_id, user.strip())
+    reply = await exchange(await request.body(), protocol_version, host)
+    if reply.body is None:
+        return Response(status_code=reply.status)
+    return JSONResponse(reply.body, status_code=reply.status)
+
+
+@router.get("/mcp/{gateway_id}", response_model=None, include_in_schema=False)
+@router.delete("/mcp/{gateway_id}", response_model=None, include_in_schema=False)
+async def mcp_no_stream(gateway_id: GatewayId) -> Response:
+    # Stateless: no server-to-client stream (GET) and no session to end (DELETE); the spec's answer is 405.
+    return Response(status_code=405, headers={"Allow": "POST"})

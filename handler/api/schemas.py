@@ -1,0 +1,134 @@
+"""Every REST request and response body, in one module: what the OpenAPI document is generated from.
+
+Size limits live here (and in the OpenAPI schema): a request over them is a 400 validation_error, so
+no caller can make one request cost unbounded embedding time.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+MAX_TASKS = 16
+MAX_TASK_CHARS = 1_000
+MAX_CONTEXT_CHARS = 4_000
+MAX_BODY_BYTES = 64 * 1024
+SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX = 5, 20
+SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
+APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TASK_CHARS)]
+Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=256)]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SelectRequest(_Request):
+    tasks: list[Text] = Field(
+        min_length=1, max_length=MAX_TASKS, description="one entry per separate action, e.g. 'send a Slack message'"
+    )
+    context: str | None = Field(default=None, max_length=MAX_CONTEXT_CHARS, description="helps ranking")
+    user_id: Identifier = Field(description="the end user the service acts for")
+    gateway_id: Identifier | None = Field(default=None, description="consider only the tools this gateway allows")
+    top_k: int = Field(
+        default=SELECT_TOP_K_DEFAULT, ge=1, description=f"suggestions per task; above {SELECT_TOP_K_MAX} returns that"
+    )
+
+    @field_validator("top_k")
+    @classmethod
+    def _clamp(cls, value: int) -> int:
+        return min(value, SELECT_TOP_K_MAX)
+
+
+class SearchRequest(_Request):
+    query: Text = Field(description="keywords matched against tool names and first description lines (BM25)")
+    user_id: Identifier
+    gateway_id: Identifier | None = None
+    top_k: int = Field(
+        default=SEARCH_TOP_K_DEFAULT, ge=1, description=f"results; above {SEARCH_TOP_K_MAX} returns that"
+    )
+
+    @field_validator("top_k")
+    @classmethod
+    def _clamp(cls, value: int) -> int:
+        return min(value, SEARCH_TOP_K_MAX)
+
+
+class ToolSuggestion(BaseModel):
+    tool_name: str = Field(description="App.ToolName, exactly as the agent calls it")
+    description: str
+    input_schema: dict[str, Any] = Field(description="JSON Schema of the tool's input")
+
+
+class TaskSuggestions(BaseModel):
+    task: str
+    suggestions: list[ToolSuggestion] = Field(description="best first; empty when no usable tool matches the task")
+
+
+class SelectResponse(BaseModel):
+    query_id: str = Field(description="identifies this recommendation; pass it to execute to link the call")
+    results: list[TaskSuggestions] = Field(description="one entry per task, in the order sent")
+
+
+class SearchResponse(BaseModel):
+    results: list[ToolSuggestion]
+
+
+class AppSummary(BaseModel):
+    app_id: str
+    name: str
+    description: str = ""
+    tool_count: int = Field(description="tools of this app the user may use")
+    connected: bool = Field(description="the user can call the app's tools without authorizing first")
+    account: str | None = Field(default=None, description="the connected account, when connected")
+    permissions: list[str] = Field(default=[], description="scopes the connection grants")
+    authorize_url: str | None = Field(default=None, description="where the user connects the app")
+
+
+class AppsResponse(BaseModel):
+    apps: list[AppSummary]
+    total: int = Field(description="apps the user can act on, across all pages")
+    limit: int
+    offset: int
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok", "unavailable"]
+    build_id: str | None = None
+    tool_count: int = 0
+    reason: str | None = Field(default=None, description="why no index is loaded")
+
+
+class FieldError(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    name: str = Field(description="validation_error, unauthorized, forbidden, not_found, service_unavailable, ...")
+    message: str
+    field_errors: list[FieldError] | None = None
+
+
+class ExecuteRequest(_Request):
+    tool_name: Identifier = Field(description="App.ToolName, as select returned it")
+    input: dict[str, Any] = Field(default_factory=dict, description="the tool's arguments, per its input_schema")
+    user_id: Identifier = Field(description="the end user the call is made for")
+    query_id: Identifier | None = Field(default=None, description="the select query that surfaced the tool")
+
+
+class ExecutionErrorBody(BaseModel):
+    name: str = Field(description="tool_error, executor_timeout, executor_unavailable")
+    message: str
+
+
+class ExecuteResponse(BaseModel):
+    execution_id: str
+    tool_name: str
+    success: bool = Field(description="false when the tool failed, timed out, or could not be reached")
+    output: Any = Field(default=None, description="the tool's output, when success")
+    error: ExecutionErrorBody | None = Field(default=None, description="why it failed, when not success")
+    duration_ms: float = Field(description="time spent in the executor")

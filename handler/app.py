@@ -1,0 +1,81 @@
+"""The app factory: a FastAPI app over collaborators built elsewhere (composition.py, or a test).
+
+Nothing expensive happens here or in a lifespan hook: Mangum runs the lifespan on every invocation,
+so the index, model and clients are built once by the caller and passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+
+from handler.api.errors import install_error_handlers
+from handler.api.limits import BodySizeLimit
+from handler.api.routes import apps, execute, health, mcp, tools
+from handler.api.schemas import MAX_BODY_BYTES, ErrorBody
+from handler.embedder import Embedder
+from handler.execute.base import ToolExecutor
+from handler.execute.wiring import build_execution
+from handler.index_holder import IndexHolder
+from handler.policy.store import PolicyStore
+from handler.services.container import Services
+from handler.settings import Settings
+
+# Every REST router, in one list. Execute and MCP add theirs here (or pass ``extra_routers``).
+ROUTERS: tuple[APIRouter, ...] = (tools.router, execute.router, apps.router, health.router, mcp.router)
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in [
+        (400, "validation_error: the request is invalid (see field_errors)"),
+        (401, "unauthorized: missing or unknown API key"),
+        (403, "forbidden"),
+        (404, "not_found"),
+        (503, "service_unavailable: a retry may succeed"),
+    ]
+}
+
+
+def create_app(
+    settings: Settings,
+    *,
+    index_holder: IndexHolder,
+    embedder: Embedder,
+    policy_store: PolicyStore,
+    executors: Mapping[str, ToolExecutor] | None = None,
+    extra_routers: Sequence[APIRouter] = (),
+) -> FastAPI:
+    app = FastAPI(
+        title="toolrec",
+        version="1.0",
+        description="Tool recommendation for AI agents: select, search and list apps (PRODUCT.md §2).",
+    )
+    app.state.services = Services.build(settings, index_holder, embedder, policy_store)
+    # executors: kind -> adapter (http, mcp, lambda by default); tests inject a Lambda client this way.
+    app.state.execution = build_execution(app.state.services, executors)
+    for router in (*ROUTERS, *extra_routers):
+        responses = _ERROR_RESPONSES if router is not health.router else {}
+        app.include_router(router, responses=responses)
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    _exact_openapi(app)
+    return app
+
+
+def _exact_openapi(app: FastAPI) -> None:
+    """Drop FastAPI's generated 422 responses: validation errors are 400 with the ErrorBody shape."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

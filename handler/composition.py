@@ -1,0 +1,99 @@
+"""The one composition root: settings -> embedder, index store + holder, policy store -> the app.
+
+Used by the Lambda entry module (once per cold start) and by ``toolrec serve``, so the local server and
+the deployed function are wired by the same code. Clients can be injected (tests pass moto-backed ones).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+
+from handler.app import create_app
+from handler.embedder import Embedder, OnnxEmbedder
+from handler.index_holder import IndexHolder
+from handler.index_store import open_store
+from handler.policy.cached import CachedPolicyStore
+from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
+from handler.policy.file_store import FilePolicyStore
+from handler.policy.store import PolicyStore
+from handler.settings import Settings
+
+_STANDARD_RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per log line (CloudWatch Logs Insights queries fields directly)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD_RECORD_FIELDS})
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure_logging(level: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger("handler")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def policy_table_names(settings: Settings) -> TableNames:
+    assert settings.policy_table and settings.connections_table  # checked by Settings' validator
+    assert settings.api_keys_table and settings.query_log_table
+    return TableNames(
+        settings.policy_table, settings.connections_table, settings.api_keys_table, settings.query_log_table
+    )
+
+
+def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
+    if settings.policy_backend == "dynamodb":
+        if dynamodb_client is None:
+            import boto3
+
+            dynamodb_client = boto3.client("dynamodb")
+        inner: PolicyStore = DynamoPolicyStore(dynamodb_client, policy_table_names(settings))
+    else:
+        assert settings.policy_file is not None
+        inner = FilePolicyStore(settings.policy_file)
+    return CachedPolicyStore(inner, settings.policy_cache_seconds)
+
+
+def build_app(
+    settings: Settings | None = None,
+    *,
+    s3_client: Any = None,
+    dynamodb_client: Any = None,
+    embedder: Embedder | None = None,
+    extra_routers: Sequence[APIRouter] = (),
+) -> FastAPI:
+    """Everything built once: a bad setting or a missing model fails here, at init, not in a request."""
+    settings = settings or Settings()  # pydantic-settings reads the environment
+    configure_logging(settings.log_level)
+    embedder = embedder or OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
+    holder = IndexHolder(
+        open_store(settings.index_location, s3_client),
+        settings.index_cache_dir,
+        embedder.fingerprint,
+        settings.index_refresh_seconds,
+    )
+    holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
+    return create_app(
+        settings,
+        index_holder=holder,
+        embedder=embedder,
+        policy_store=build_policy_store(settings, dynamodb_client),
+        extra_routers=extra_routers,
+    )

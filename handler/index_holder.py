@@ -1,0 +1,116 @@
+"""Holds the index the service answers from, and swaps in a new build when ``LATEST`` moves.
+
+A request takes one snapshot (``current()``) and uses it to the end, so a swap never changes the index
+under a request in flight. The check for a new ``LATEST`` runs on the request path at most once per
+``refresh_seconds`` (a Lambda instance is frozen between invocations, so a background timer would not
+run), and only one thread performs it: the others keep answering from the old snapshot meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from handler.errors import IndexUnavailableError, IntegrityError
+from handler.index_format import LoadedIndex
+from handler.index_store import IndexStore, load_latest
+from handler.services.tool_table import ToolTable
+
+log = logging.getLogger(__name__)
+# While no index is loaded, retry sooner than the normal refresh interval: the first build may be on its way.
+UNAVAILABLE_RETRY_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class ServingIndex:
+    """One loaded build plus what the services precompute over it."""
+
+    loaded: LoadedIndex
+    table: ToolTable
+
+    @property
+    def build_id(self) -> str:
+        return self.loaded.manifest.build_id
+
+    @classmethod
+    def of(cls, loaded: LoadedIndex) -> ServingIndex:
+        return cls(loaded, ToolTable.of(loaded.tools))
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    build_id: str | None
+    tool_count: int
+    reason: str | None
+
+
+class IndexHolder:
+    def __init__(
+        self,
+        store: IndexStore,
+        cache_dir: Path,
+        model_fingerprint: str,
+        refresh_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.cache_dir = cache_dir
+        self.model_fingerprint = model_fingerprint
+        self.refresh_seconds = refresh_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._current: ServingIndex | None = None
+        self._error: str | None = "not loaded yet"
+        self._next_check = 0.0
+
+    def load(self) -> None:
+        """Load (or reload) ``LATEST`` now; failures are kept for /healthz, never raised."""
+        with self._lock:
+            self._refresh_locked()
+
+    def current(self) -> ServingIndex:
+        """The index to answer this request from; IndexUnavailableError when none could be loaded."""
+        if self._clock() >= self._next_check and self._lock.acquire(blocking=self._current is None):
+            try:
+                if self._clock() >= self._next_check:
+                    self._refresh_locked()
+            finally:
+                self._lock.release()
+        snapshot = self._current
+        if snapshot is None:
+            raise IndexUnavailableError(f"no index is loaded from {self.store.describe()}: {self._error}")
+        return snapshot
+
+    def poll(self) -> None:
+        """Run the periodic LATEST check if it is due, without raising (for /healthz)."""
+        with contextlib.suppress(IndexUnavailableError):
+            self.current()
+
+    def health(self) -> Health:
+        snapshot = self._current
+        if snapshot is None:
+            return Health(False, None, 0, self._error)
+        return Health(True, snapshot.build_id, len(snapshot.loaded.tools), None)
+
+    def _refresh_locked(self) -> None:
+        now = self._clock()
+        try:
+            latest = self.store.latest_build_id()
+            if self._current is None or latest != self._current.build_id:
+                loaded = load_latest(self.store, self.cache_dir, self.model_fingerprint)
+                self._current = ServingIndex.of(loaded)  # one reference assignment: the atomic swap
+                log.info("index loaded", extra={"build_id": loaded.manifest.build_id})
+            self._error = None
+            self._next_check = now + self.refresh_seconds
+        except (IndexUnavailableError, IntegrityError, OSError, ValueError) as exc:
+            self._error = str(exc)
+            # Keep serving the previous build if there is one; retry sooner while there is none.
+            retry = self.refresh_seconds if self._current is not None else UNAVAILABLE_RETRY_SECONDS
+            self._next_check = now + min(retry, self.refresh_seconds) if self.refresh_seconds else now
+            log.warning("index refresh failed: %s", exc)

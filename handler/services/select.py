@@ -1,0 +1,134 @@
+"""Select and search: rank the tools a request may use, log the recommendation, return full tools.
+
+The REST routes and the MCP adapter both call these services; they raise ToolrecErrors that each
+adapter maps once (REST: status + error body; MCP: a tool result with isError).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from handler.catalog import Tool
+from handler.embedder import Embedder
+from handler.errors import IndexUnavailableError, PolicyUnavailableError, ServiceUnavailableError
+from handler.index_holder import IndexHolder, ServingIndex
+from handler.policy.model import Principal, QueryRecord
+from handler.policy.store import PolicyStore
+from handler.ranking.query import query_text
+from handler.ranking.retriever import Hit, Method
+from handler.services.access import AccessPolicy
+from handler.services.tool_table import BoolArray
+
+log = logging.getLogger(__name__)
+SECONDS_PER_DAY = 86_400
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    task: str
+    tools: tuple[Tool, ...]
+    unavailable: bool = False  # the lookup for this task failed (only with isolate_failures)
+
+
+@dataclass(frozen=True)
+class Selection:
+    query_id: str
+    results: tuple[TaskResult, ...]
+
+
+def matching_hits(index: ServingIndex, hits: Sequence[Hit]) -> list[Hit]:
+    """The hits that really match the task; an empty list is the calibrated "no match" (PRODUCT.md §2).
+
+    The no-match decision plugs in here. Until it is calibrated, every ranked hit is kept.
+    """
+    return list(hits)
+
+
+class ToolFinder:
+    def __init__(
+        self,
+        holder: IndexHolder,
+        embedder: Embedder,
+        access: AccessPolicy,
+        store: PolicyStore,
+        query_log_ttl_days: int = 30,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.holder = holder
+        self.embedder = embedder
+        self.access = access
+        self.store = store
+        self.query_log_ttl_seconds = query_log_ttl_days * SECONDS_PER_DAY
+        self._clock = clock
+
+    def _scope(self, principal: Principal, user_id: str, gateway_id: str | None) -> tuple[ServingIndex, BoolArray]:
+        try:
+            index = self.holder.current()
+        except IndexUnavailableError as exc:
+            raise ServiceUnavailableError(str(exc)) from exc
+        gateway = self.access.gateway_for(principal, gateway_id)
+        return index, self.access.allowed_mask(index.table, user_id, gateway)
+
+    def select(
+        self,
+        principal: Principal,
+        user_id: str,
+        tasks: Sequence[str],
+        context: str | None,
+        gateway_id: str | None,
+        top_k: int,
+        isolate_failures: bool = False,
+    ) -> Selection:
+        """Up to ``top_k`` tools per task, best first, among the tools the user may use under the gateway.
+
+        With ``isolate_failures`` (MCP SelectTools), a task whose lookup fails comes back ``unavailable``
+        instead of failing the others (PRODUCT.md §3).
+        """
+        index, allowed = self._scope(principal, user_id, gateway_id)
+        results = []
+        for task in tasks:
+            query = query_text(task, context)
+            try:
+                vector = self.embedder.embed(query.semantic)
+                hits = index.loaded.ranking.rank(query.lexical, vector, top_k, allowed, Method.HYBRID)
+            except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
+                log.exception("ranking failed")
+                if isolate_failures:
+                    results.append(TaskResult(task, (), unavailable=True))
+                    continue
+                raise ServiceUnavailableError("the tool lookup failed; retry the request") from exc
+            tools = tuple(index.loaded.tools[h.index] for h in matching_hits(index, hits))
+            results.append(TaskResult(task, tools))
+        selection = Selection(str(uuid.uuid4()), tuple(results))
+        self._log_query(selection, user_id, gateway_id or principal.gateway_id)
+        return selection
+
+    def search(
+        self, principal: Principal, user_id: str, query: str, gateway_id: str | None, top_k: int
+    ) -> tuple[Tool, ...]:
+        """Tools ranked by keyword match alone (BM25): only tools sharing a word with the query."""
+        index, allowed = self._scope(principal, user_id, gateway_id)
+        hits = index.loaded.ranking.rank(query, None, top_k, allowed, Method.BM25)
+        return tuple(index.loaded.tools[h.index] for h in hits)
+
+    def _log_query(self, selection: Selection, user_id: str, gateway_id: str | None) -> None:
+        now = self._clock()
+        record = QueryRecord(
+            query_id=selection.query_id,
+            user_id=user_id,
+            gateway_id=gateway_id,
+            tasks=tuple(r.task for r in selection.results),
+            recommended=tuple(tuple(t.name for t in r.tools) for r in selection.results),
+            created_at=datetime.fromtimestamp(now, UTC),
+            expires_at=int(now) + self.query_log_ttl_seconds,
+        )
+        try:
+            self.store.put_query(record)
+        except PolicyUnavailableError:
+            # The recommendation itself succeeded; losing its log entry only unlinks later executions.
+            log.warning("query log write failed", exc_info=True)
