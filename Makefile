@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install serve test lint
+.PHONY: install serve test lint sam-venv package
 
 $(BIN)/toolrec: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,23 @@ serve: install
 	$(BIN)/toolrec serve --host 127.0.0.1 --port 8000
 
 lint: install
-	$(BIN)/ruff check handler build_index tests
-	$(BIN)/ruff format --check handler build_index tests
+	$(BIN)/ruff check handler build_index infra tests
+	$(BIN)/ruff format --check handler build_index infra tests
 	$(BIN)/mypy
 
-test: lint
+test: lint sam-venv
 	$(BIN)/pytest
+
+# aws-sam-cli pins older pydantic and click than the service uses: it gets its own environment, which the
+# template tests (tests/infra) call for `sam validate --lint` and the SAM translator.
+SAM_VENV := .venv-sam
+$(SAM_VENV)/bin/sam:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==1.170.0
+	touch $@
+
+sam-venv: $(SAM_VENV)/bin/sam
+
+# The Lambda code directory template.yaml's CodeUri names: handler/, Linux wheels, the prepared model.
+package: install
+	$(BIN)/python -m infra.package --out build/lambda

@@ -1,0 +1,126 @@
+"""Logs, metrics and traces at the Lambda boundary (AWS Lambda Powertools).
+
+The whole API the service uses:
+
+- ``configure(level)`` once at cold start (level from ``Settings.log_level``);
+- ``instrument(handler)`` around the Mangum handler: Lambda context in every log line, a fresh set of keys per
+  invocation, the cold-start metric, the X-Ray segment when tracing is on, the metrics flushed at the end;
+- ``bind(query_id=..., gateway_id=..., route=...)`` inside a request: those keys join every later log line;
+- ``record_select(latency_ms, tasks, no_match)`` after a select: the SelectLatency and NoMatch metrics;
+- ``logger`` for the service's own log lines.
+
+Logs are JSON, one object a line. Only the keys ``bind`` accepts are added to every line, so an API key, a header
+or a tool's input cannot reach the logs through it; a filter also blanks such names if a caller passes them as
+``extra``. Tracing follows ``POWERTOOLS_TRACE_DISABLED`` (the template's ``EnableTracing`` sets it); Powertools
+also turns it off outside Lambda. Metrics are CloudWatch embedded-metric JSON on stdout, emitted only inside an
+instrumented (Lambda) invocation, so ``toolrec serve`` prints none.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+SERVICE = "toolrec"
+NAMESPACE = "toolrec"
+# What may be attached to every log line of a request. Identifiers only: never a key, a header or a tool input.
+BOUND_KEYS = frozenset({"query_id", "gateway_id", "route"})
+# Names a careless `extra=` could carry; their values are replaced before formatting.
+SENSITIVE_NAMES = frozenset(
+    {"authorization", "api_key", "apikey", "key", "token", "secret", "password", "input", "inputs", "arguments"}
+)
+REDACTED = "[redacted]"
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+class _CurrentStdout:
+    """Writes to whatever ``sys.stdout`` is at the time (Lambda ships stdout to CloudWatch; tests capture it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+class _RedactSensitive(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        for name in SENSITIVE_NAMES.intersection(record.__dict__):
+            setattr(record, name, REDACTED)
+        return True
+
+
+logger = Logger(service=SERVICE, stream=_CurrentStdout())  # type: ignore[arg-type]
+logger.addFilter(_RedactSensitive())
+metrics = Metrics(service=SERVICE)
+if not metrics.namespace:  # POWERTOOLS_METRICS_NAMESPACE (set by the template) wins when present
+    metrics.namespace = NAMESPACE
+tracer = Tracer(service=SERVICE)
+
+_state = {"cold_start": True, "emit_metrics": False}
+
+
+def configure(level: str = "INFO") -> None:
+    """Set the log level (``TOOLREC_LOG_LEVEL``); call once at cold start."""
+    logger.setLevel(level)
+
+
+def bind(**keys: str | None) -> None:
+    """Attach request identifiers to every later log line of this invocation (None values are skipped)."""
+    unknown = set(keys) - BOUND_KEYS
+    if unknown:
+        raise ValueError(f"bind accepts only {sorted(BOUND_KEYS)}, not {sorted(unknown)}")
+    logger.append_keys(**{name: value for name, value in keys.items() if value is not None})
+
+
+def record_select(latency_ms: float, tasks: int, no_match: int) -> None:
+    """Metrics of one select request: its latency, how many tasks it ranked, how many found no tool."""
+    if not _state["emit_metrics"]:
+        return
+    metrics.add_metric(name="SelectLatency", unit=MetricUnit.Milliseconds, value=latency_ms)
+    metrics.add_metric(name="SelectTasks", unit=MetricUnit.Count, value=tasks)
+    metrics.add_metric(name="NoMatch", unit=MetricUnit.Count, value=no_match)
+
+
+def instrument(handler: Handler) -> Handler:
+    """Wrap a Lambda handler ``(event, context)`` with the logger context, cold-start metric, tracing and flush."""
+    traced = tracer.capture_lambda_handler(handler, capture_response=False)
+
+    def invocation(event: dict[str, Any], context: Any) -> Any:
+        started = time.perf_counter()
+        bind(route=event.get("routeKey") if isinstance(event, dict) else None)
+        response = traced(event, context)
+        status = response.get("statusCode") if isinstance(response, dict) else None
+        logger.info("request done", extra={"status": status, "latency_ms": _elapsed_ms(started)})
+        return response
+
+    # clear_state: keys bound by the previous invocation of this warm instance never leak into this one.
+    logged = logger.inject_lambda_context(invocation, clear_state=True, log_event=False)
+
+    @functools.wraps(handler)
+    def wrapped(event: dict[str, Any], context: Any) -> Any:
+        _state["emit_metrics"] = True
+        if _state["cold_start"]:
+            _state["cold_start"] = False
+            with single_metric(name="ColdStart", unit=MetricUnit.Count, value=1, namespace=metrics.namespace) as m:
+                m.add_dimension(name="service", value=SERVICE)
+        try:
+            return logged(event, context)
+        finally:
+            # Powertools warns on an empty flush; most requests (healthz, apps) add no metric.
+            if metrics.metric_set:
+                metrics.flush_metrics()
+
+    return wrapped  # type: ignore[return-value]
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,1 @@
+"""Deployment tooling: the Lambda package, per-tenant deploys, their dry runs."""

@@ -1,0 +1,124 @@
+"""Record the AWS calls the service's adapters make, as IAM actions on named resources.
+
+Each recorder drives the production adapter (not a copy of its logic) against moto, with a botocore hook that
+sees every operation before it is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from build_index.build import build_index
+from build_index.catalog_io import read_catalogs
+from build_index.model_prepare import MODEL_ID
+from build_index.publish import publish
+from handler.catalog import Tool
+from handler.embedder import OnnxEmbedder
+from handler.execute.base import ExecutionError, ToolCall
+from handler.execute.lambda_executor import LambdaExecutor
+from handler.index_store import S3IndexStore, load_latest
+from handler.model_files import default_model_dir
+from handler.policy.dynamodb_schema import create_tables
+from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
+from handler.policy.model import ExecutionRecord, QueryRecord
+from handler.policy.store import PolicyStore
+
+REGION = "us-east-1"
+# API operation -> IAM action, where the two names differ.
+IAM_ACTION = {"lambda:Invoke": "lambda:InvokeFunction"}
+CATALOG = Path(__file__).resolve().parents[2] / "build_index" / "demo" / "tools.jsonl"
+
+
+def _recorder(client: Any, service: str, sink: Callable[[str, dict[str, Any]], None]) -> None:
+    def hook(model: Any, params: dict[str, Any], **_: Any) -> None:
+        action = f"{service}:{model.name}"
+        sink(IAM_ACTION.get(action, action), params)
+
+    client.meta.events.register(f"before-parameter-build.{service}", hook)
+
+
+def _policy_store_exercise() -> dict[str, Callable[[PolicyStore], object]]:
+    now = datetime.now(UTC)
+    record = QueryRecord(
+        query_id="q1",
+        user_id="ana",
+        gateway_id="g",
+        tasks=("post a message",),
+        recommended=(("Slack.SendMessage",),),
+        created_at=now,
+        expires_at=int(now.timestamp()) + 60,
+    )
+    execution = ExecutionRecord(tool_name="Slack.SendMessage", user_id="ana", at=now, outcome="ok")
+    return {
+        "gateway": lambda s: s.gateway("g"),
+        "access_rules": lambda s: s.access_rules("ana"),
+        "apps": lambda s: s.apps(),
+        "connections": lambda s: s.connections("ana"),
+        "api_key": lambda s: s.api_key("0" * 64),
+        "put_query": lambda s: s.put_query(record),
+        "get_query": lambda s: s.get_query("q1"),
+        "record_execution": lambda s: s.record_execution("q1", execution),
+    }
+
+
+def dynamodb_calls_of_policy_store() -> dict[str, set[str]]:
+    """Settings table field (``policy_table``...) -> the DynamoDB actions the service's PolicyStore calls on it."""
+    exercise = _policy_store_exercise()
+    port_methods = {name for name in vars(PolicyStore) if not name.startswith("_")}
+    assert set(exercise) == port_methods, "a PolicyStore method is not exercised here: add it"
+    tables = TableNames(policy="policy_table", connections="connections_table", api_keys="api_keys_table",
+                        query_log="query_log_table")  # fmt: skip
+    calls: dict[str, set[str]] = {}
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        create_tables(client, tables)
+        _recorder(client, "dynamodb", lambda action, params: calls.setdefault(params["TableName"], set()).add(action))
+        store = DynamoPolicyStore(client, tables)
+        for run in exercise.values():
+            run(store)
+    return calls
+
+
+def s3_calls_of_index_load(bucket: str, prefix: str, tmp_path: Path) -> list[tuple[str, str]]:
+    """(action, key) for every S3 call a cold start makes to load the published index."""
+    catalog = tmp_path / "tools.jsonl"
+    catalog.write_text("\n".join(CATALOG.read_text().splitlines()[:5]) + "\n")
+    tools = read_catalogs([catalog])
+    embedder = OnnxEmbedder(default_model_dir())
+    built = build_index(tools, embedder, MODEL_ID, progress=False)
+    calls: list[tuple[str, str]] = []
+    with mock_aws():
+        client = boto3.client("s3", region_name=REGION)
+        client.create_bucket(Bucket=bucket)
+        publish(built, f"s3://{bucket}/{prefix}", s3_client=client)
+        _recorder(client, "s3", lambda action, params: calls.append((action, params.get("Key", ""))))
+        loaded = load_latest(S3IndexStore(client, bucket, prefix), tmp_path / "cache", embedder.fingerprint)
+    assert len(loaded.tools) == len(tools)
+    return calls
+
+
+async def lambda_calls_of_executor(function_name: str) -> set[str]:
+    """The Lambda actions the ``lambda`` executor needs (moto has no such function: the call fails after the hook)."""
+    actions: set[str] = set()
+    with mock_aws():
+        client = boto3.client("lambda", region_name=REGION)
+        _recorder(client, "lambda", lambda action, _params: actions.add(action))
+        tool = Tool.model_validate(
+            {
+                "name": "Weather.Get",
+                "description": "Get the weather.",
+                "input_schema": {"type": "object"},
+                "app": "Weather",
+                "executor": {"kind": "lambda", "target": function_name},
+            }
+        )
+        with contextlib.suppress(ExecutionError):
+            await LambdaExecutor(client).call(ToolCall(tool=tool, arguments={}, user_id="ana"))
+    return actions

@@ -1,0 +1,111 @@
+"""handler/observability.py: JSON logs with request ids, EMF metrics, cold start once, nothing secret logged."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from handler import observability
+
+SECRET_KEY = "tr_live_2f9c0b7e1d"
+TOOL_INPUT = "the quarterly numbers are confidential"
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "toolrec-acme-prod"
+    memory_limit_in_mb: int = 1769
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:toolrec-acme-prod"
+    aws_request_id: str = "c0ffee00-0000-4000-8000-000000000001"
+
+
+def _event(route: str) -> dict[str, Any]:
+    return {
+        "version": "2.0",
+        "routeKey": route,
+        "headers": {"authorization": f"Bearer {SECRET_KEY}"},
+        "body": json.dumps({"tool_name": "Slack.SendMessage", "input": {"text": TOOL_INPUT}}),
+    }
+
+
+def _select_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    observability.bind(query_id="q-123", gateway_id="support")
+    observability.record_select(latency_ms=4.5, tasks=2, no_match=1)
+    observability.logger.info("selected", extra={"authorization": event["headers"]["authorization"]})
+    return {"statusCode": 200, "body": "{}"}
+
+
+def _lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.fixture
+def fresh_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(observability._state, "cold_start", True)
+    monkeypatch.setitem(observability._state, "emit_metrics", False)
+
+
+@pytest.mark.usefixtures("fresh_instance")
+def test_logs_are_json_with_request_ids_and_lambda_context(capsys: pytest.CaptureFixture[str]) -> None:
+    handler = observability.instrument(_select_handler)
+    assert handler(_event("POST /v1/tools/select"), LambdaContext())["statusCode"] == 200
+    logs = [line for line in _lines(capsys.readouterr().out) if "message" in line]
+    assert [line["message"] for line in logs] == ["selected", "request done"]
+    for line in logs:
+        assert line["query_id"] == "q-123"
+        assert line["gateway_id"] == "support"
+        assert line["route"] == "POST /v1/tools/select"
+        assert line["function_request_id"] == LambdaContext.aws_request_id
+    assert logs[-1]["status"] == 200
+
+
+@pytest.mark.usefixtures("fresh_instance")
+def test_metrics_select_latency_no_match_and_cold_start_once(capsys: pytest.CaptureFixture[str]) -> None:
+    handler = observability.instrument(_select_handler)
+    handler(_event("POST /v1/tools/select"), LambdaContext())
+    handler(_event("POST /v1/tools/select"), LambdaContext())
+    blobs = [line for line in _lines(capsys.readouterr().out) if "_aws" in line]
+    names = [m["Name"] for blob in blobs for m in blob["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
+    assert names.count("ColdStart") == 1
+    assert names.count("SelectLatency") == 2
+    selects = [blob for blob in blobs if "SelectLatency" in blob]
+    assert selects[0]["SelectLatency"] == [4.5]
+    assert selects[0]["NoMatch"] == [1.0]
+    assert all(blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "toolrec" for blob in blobs)
+
+
+@pytest.mark.usefixtures("fresh_instance")
+def test_requests_without_metrics_flush_nothing_and_keys_do_not_leak(capsys: pytest.CaptureFixture[str]) -> None:
+    observability.instrument(_select_handler)(_event("POST /v1/tools/select"), LambdaContext())
+    capsys.readouterr()
+    health = observability.instrument(lambda event, context: {"statusCode": 200})
+    health(_event("GET /healthz"), LambdaContext())
+    lines = _lines(capsys.readouterr().out)
+    assert not [line for line in lines if "_aws" in line]  # no empty metric blob, no Powertools warning
+    (done,) = lines
+    assert done["route"] == "GET /healthz"
+    assert "query_id" not in done  # the previous invocation's keys were cleared
+
+
+@pytest.mark.usefixtures("fresh_instance")
+def test_no_secret_or_tool_input_in_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    observability.instrument(_select_handler)(_event("POST /v1/tools/execute"), LambdaContext())
+    out = capsys.readouterr().out
+    assert SECRET_KEY not in out
+    assert TOOL_INPUT not in out
+    assert observability.REDACTED in out
+
+
+def test_bind_accepts_only_identifiers() -> None:
+    with pytest.raises(ValueError, match="api_key"):
+        observability.bind(api_key=SECRET_KEY)
+
+
+@pytest.mark.usefixtures("fresh_instance")
+def test_outside_lambda_select_metrics_are_not_buffered(capsys: pytest.CaptureFixture[str]) -> None:
+    observability.record_select(latency_ms=1.0, tasks=1, no_match=0)
+    assert not observability.metrics.metric_set
+    assert capsys.readouterr().out == ""

@@ -1,0 +1,169 @@
+"""template.yaml: valid for SAM and cfn-lint, and consistent with the code it deploys.
+
+The grants are compared with the AWS calls the code really makes: each check runs the production adapter against
+moto (or a real client) and records every operation and the resource it names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from handler.policy.dynamodb_schema import table_definitions
+from handler.policy.dynamodb_store import TableNames
+from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX, Settings
+from tests.infra.aws_calls import (
+    dynamodb_calls_of_policy_store,
+    lambda_calls_of_executor,
+    s3_calls_of_index_load,
+)
+from tests.infra.conftest import REGION, TEMPLATE, sam_env
+from tests.infra.template_model import PARAMS, environment, function, grants, resolve, resources_of_type
+
+# Settings the Lambda must not get from its environment, and why.
+LOCAL_ONLY = {
+    f"{ENV_PREFIX}POLICY_FILE": "the Lambda reads policy from DynamoDB",
+    f"{ENV_PREFIX}API_KEY": "a plaintext secret; deployed keys live hashed in the API keys table",
+}
+ROUTES = {
+    ("POST", "/v1/tools/select"),
+    ("POST", "/v1/tools/search"),
+    ("POST", "/v1/tools/execute"),
+    ("GET", "/v1/apps"),
+    ("GET", "/healthz"),
+    ("POST", "/mcp/{gateway_id}"),
+}
+
+
+def test_sam_validate_lint_passes(sam_venv: Path) -> None:
+    result = subprocess.run(
+        [str(sam_venv / "bin" / "sam"), "validate", "--lint", "--template-file", str(TEMPLATE)],
+        capture_output=True,
+        text=True,
+        env=sam_env(),
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["template", "broken-copy"])
+def test_cfn_lint(python_bin: Path, tmp_path: Path, broken: bool) -> None:
+    target = TEMPLATE
+    if broken:  # the same check must reject a real mistake, or it proves nothing
+        target = tmp_path / "template.yaml"
+        target.write_text(TEMPLATE.read_text().replace("PointInTimeRecoveryEnabled: true", "PointInTimeRecovery: on"))
+    result = subprocess.run(
+        [str(python_bin / "cfn-lint"), "--", str(target)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert (result.returncode != 0) == broken, result.stdout + result.stderr
+
+
+def test_function_environment_sets_every_setting(translated: dict[str, Any]) -> None:
+    declared = {name for name in environment(translated) if name.startswith(ENV_PREFIX)}
+    read_by_code = {ENV_PREFIX + field.upper() for field in Settings.model_fields}
+    assert declared == read_by_code - set(LOCAL_ONLY)
+
+
+def test_function_environment_is_a_valid_configuration(
+    translated: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in __import__("os").environ if n.startswith(ENV_PREFIX)]:
+        monkeypatch.delenv(name)
+    for name, value in environment(translated).items():
+        monkeypatch.setenv(name, str(resolve(value)))
+    settings = Settings()
+    assert settings.policy_backend == "dynamodb"
+    assert settings.index_location == "s3://IndexBucket/index"
+    assert str(settings.model_dir) == "/var/task/model"  # where infra/package.py puts the model
+    assert settings.api_key is None
+
+
+def test_function_shape(translated: dict[str, Any]) -> None:
+    props = function(translated)["Properties"]
+    assert props["Handler"] == "handler.lambda_entry.handler"
+    assert props["Runtime"] == "python3.11"
+    assert props["Architectures"] == ["x86_64"]  # infra/package.py builds wheels for this platform
+    assert props["MemorySize"] == 1769
+
+
+def test_http_api_routes_are_explicit(translated: dict[str, Any]) -> None:
+    (api,) = resources_of_type(translated, "AWS::ApiGatewayV2::Api").values()
+    paths = api["Properties"]["Body"]["paths"]
+    routes = {(method.upper(), path) for path, methods in paths.items() for method in methods}
+    assert routes == ROUTES
+    for methods in paths.values():
+        for operation in methods.values():
+            assert operation["x-amazon-apigateway-integration"]["payloadFormatVersion"] == "2.0"
+
+
+def test_tables_match_the_code_schema_and_are_protected(translated: dict[str, Any]) -> None:
+    env = environment(translated)
+    names = TableNames(**{field.removesuffix("_table"): field for field in DYNAMODB_TABLE_FIELDS})
+    for definition in table_definitions(names):
+        logical = env[ENV_PREFIX + definition["TableName"].upper()]["Ref"]
+        props = translated["Resources"][logical]["Properties"]
+        assert props["KeySchema"] == definition["KeySchema"], logical
+        assert props["AttributeDefinitions"] == definition["AttributeDefinitions"], logical
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    ttl = translated["Resources"][env[f"{ENV_PREFIX}QUERY_LOG_TABLE"]["Ref"]]["Properties"]["TimeToLiveSpecification"]
+    assert ttl == {"AttributeName": "expires_at", "Enabled": True}
+
+
+def test_index_bucket_is_private_versioned_encrypted(translated: dict[str, Any]) -> None:
+    props = translated["Resources"]["IndexBucket"]["Properties"]
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert all(props["PublicAccessBlockConfiguration"].values())
+    assert len(props["PublicAccessBlockConfiguration"]) == 4
+
+
+def _dynamodb_grants(translated: dict[str, Any]) -> dict[str, set[str]]:
+    return {
+        resource.removeprefix("arn:"): {a for a in actions if a.startswith("dynamodb:")}
+        for resource, actions in grants(translated).items()
+        if any(a.startswith("dynamodb:") for a in actions)
+    }
+
+
+def test_tables_grant_exactly_the_calls_the_policy_store_makes(translated: dict[str, Any]) -> None:
+    env = environment(translated)
+    calls = dynamodb_calls_of_policy_store()
+    expected: dict[str, set[str]] = {}
+    for field in DYNAMODB_TABLE_FIELDS:
+        logical = env[ENV_PREFIX + field.upper()]["Ref"]
+        expected[logical] = calls.get(field, set())
+    assert _dynamodb_grants(translated) == {k: v for k, v in expected.items() if v}
+
+
+def test_index_read_is_limited_to_the_prefix(translated: dict[str, Any], tmp_path: Path) -> None:
+    bucket, prefix = "IndexBucket", PARAMS["IndexPrefix"]
+    calls = s3_calls_of_index_load(bucket, prefix, tmp_path)
+    assert {action for action, _ in calls} == {"s3:GetObject"}
+    s3_grants = {r: a for r, a in grants(translated).items() if any(x.startswith("s3:") for x in a)}
+    assert s3_grants == {f"arn:aws:s3:::{bucket}/{prefix}/*": {"s3:GetObject"}}
+    assert all(key.startswith(f"{prefix}/") for _, key in calls)
+
+
+def test_lambda_executor_may_invoke_only_the_tool_prefix(translated: dict[str, Any]) -> None:
+    prefix = PARAMS["ExecutorFunctionPrefix"]
+    calls = asyncio.run(lambda_calls_of_executor(f"{prefix}weather"))
+    lambda_grants = {r: a for r, a in grants(translated).items() if any(x.startswith("lambda:") for x in a)}
+    assert lambda_grants == {f"arn:aws:lambda:{REGION}:123456789012:function:{prefix}*": calls}
+
+
+def test_recording_sees_real_calls() -> None:
+    """The recorder itself: a call it did not see would make every grant check above pass vacuously."""
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        seen: list[str] = []
+        client.meta.events.register("before-parameter-build.dynamodb", lambda model, **_: seen.append(model.name))
+        client.list_tables()
+    assert seen == ["ListTables"]
