@@ -33,11 +33,17 @@ async def _slow(arguments: dict[str, Any]) -> JSONResponse:
     return JSONResponse({"done": True})
 
 
-_HANDLERS = {"forecast": _forecast, "fail": _fail, "slow": _slow}
+async def _post(arguments: dict[str, Any]) -> JSONResponse:
+    return JSONResponse(
+        {"posted": True, "channel": arguments.get("channel_name"), "chars": len(arguments.get("text", ""))}
+    )
+
+
+_HANDLERS = {"forecast": _forecast, "fail": _fail, "slow": _slow, "post": _post}
 
 
 def http_worker_app(calls: list[dict[str, Any]] | None = None) -> Starlette:
-    """A worker with three endpoints: ``/forecast`` computes, ``/fail`` errors, ``/slow`` outlasts a short timeout.
+    """A worker whose endpoints ``/forecast`` and ``/post`` compute, ``/fail`` errors, ``/slow`` outlasts a timeout.
 
     Every request body is appended to ``calls`` so tests can check what reached the worker (and how often).
     """

@@ -1,0 +1,180 @@
+"""Execute: check a call (tool exists, user may use it, input fits the schema, app authorized), run it, record it.
+
+REST (``POST /v1/tools/execute``) and MCP (``UseTool`` and direct calls) both come here, so policy, validation and
+authorization are the same whichever way a tool is called. Refusals raise RequestErrors (nothing ran); a run
+that fails is an Execution with ``success=False`` (the tool ran, or may have).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio.to_thread
+
+from handler.catalog import Tool
+from handler.errors import (
+    ForbiddenError,
+    IndexUnavailableError,
+    NotFoundError,
+    PolicyUnavailableError,
+    RequestError,
+    ServiceUnavailableError,
+)
+from handler.execute.base import Dispatcher, ExecutionError, ToolCall
+from handler.execute.input_check import FieldProblem, input_problems
+from handler.index_holder import IndexHolder
+from handler.policy.model import ExecutionRecord, Gateway
+from handler.services.access import AccessPolicy
+
+log = logging.getLogger(__name__)
+
+
+class InputInvalidError(RequestError):
+    """The input does not match the tool's input_schema; ``field_errors`` names each field."""
+
+    name = "validation_error"
+    status = 400
+
+    def __init__(self, message: str, field_errors: list[FieldProblem]) -> None:
+        super().__init__(message)
+        self.field_errors = field_errors
+
+
+class AuthorizationRequiredError(RequestError):
+    """The tool needs an app connection (or scopes) the user has not granted; nothing ran."""
+
+    name = "authorization_required"
+    status = 403
+
+    def __init__(self, message: str, app_id: str, authorize_url: str | None, missing_scopes: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.app_id = app_id
+        self.authorize_url = authorize_url
+        self.missing_scopes = missing_scopes
+
+
+@dataclass(frozen=True)
+class Execution:
+    execution_id: str
+    tool_name: str
+    success: bool
+    output: Any
+    error_name: str | None
+    error_message: str | None
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class _Checked:
+    tool: Tool
+    arguments: Mapping[str, Any]
+
+
+class ExecutionService:
+    def __init__(
+        self,
+        holder: IndexHolder,
+        access: AccessPolicy,
+        dispatcher: Dispatcher,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.holder = holder
+        self.access = access
+        self.dispatcher = dispatcher
+        self._clock = clock
+
+    async def execute(
+        self,
+        user_id: str,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        query_id: str | None = None,
+        gateway: Gateway | None = None,
+    ) -> Execution:
+        """Run one call for ``user_id``; with ``gateway``, only tools that gateway allows are found."""
+        # Policy and index lookups block (file, DynamoDB): keep them off the event loop.
+        checked = await anyio.to_thread.run_sync(self._check, user_id, tool_name, arguments, query_id, gateway)
+        started = time.perf_counter()
+        try:
+            output = await self.dispatcher.run(ToolCall(checked.tool, checked.arguments, user_id))
+            failure: ExecutionError | None = None
+        except ExecutionError as exc:
+            output, failure = None, exc
+        execution = Execution(
+            execution_id=str(uuid.uuid4()),
+            tool_name=checked.tool.name,
+            success=failure is None,
+            output=output,
+            error_name=failure.name if failure else None,
+            error_message=str(failure) if failure else None,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        outcome = "ok" if failure is None else failure.name
+        await anyio.to_thread.run_sync(self._record, query_id, checked.tool.name, user_id, outcome)
+        return execution
+
+    def _check(
+        self,
+        user_id: str,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        query_id: str | None,
+        gateway: Gateway | None,
+    ) -> _Checked:
+        try:
+            index = self.holder.current()
+        except IndexUnavailableError as exc:
+            raise ServiceUnavailableError(str(exc)) from exc
+        position = index.table.by_name.get(tool_name.casefold())
+        if position is None or (gateway is not None and not index.table.mask(gateway.allowed)[position]):
+            raise NotFoundError(f"tool {tool_name!r} not found")
+        tool = index.table.tools[position]
+        if not self.access.user_mask(index.table, user_id)[position]:
+            raise ForbiddenError(f"user {user_id!r} may not use tool {tool.name!r}")
+        problems = input_problems(tool.input_schema, arguments)
+        if problems:
+            raise InputInvalidError(f"the input does not match the input_schema of {tool.name}", problems)
+        try:
+            self._authorize(tool, user_id)
+        except AuthorizationRequiredError:
+            self._record(query_id, tool.name, user_id, AuthorizationRequiredError.name)
+            raise
+        return _Checked(tool, arguments)
+
+    def _authorize(self, tool: Tool, user_id: str) -> None:
+        requirements = tool.requirements
+        if requirements is None or (requirements.authorization is None and not requirements.scopes):
+            return
+        app_id = requirements.authorization or tool.app
+        connection = next(
+            (c for c in self.access.store.connections(user_id) if c.app_id.casefold() == app_id.casefold()), None
+        )
+        granted = set(connection.scopes) if connection is not None and connection.connected else None
+        missing = tuple(s for s in requirements.scopes if granted is None or s not in granted)
+        if granted is not None and not missing:
+            return
+        app = next((a for a in self.access.store.apps() if a.app_id.casefold() == app_id.casefold()), None)
+        url = app.authorize_url if app is not None else None
+        need = f"a connection to {app_id}" if granted is None else f"the scopes {', '.join(missing)} on {app_id}"
+        where = f"; authorize at {url}" if url else "; ask the operator to connect the app"
+        raise AuthorizationRequiredError(
+            f"authorization required: {tool.name} needs {need}{where}", app_id, url, missing
+        )
+
+    def _record(self, query_id: str | None, tool_name: str, user_id: str, outcome: str) -> None:
+        if not query_id:
+            return
+        record = ExecutionRecord(
+            tool_name=tool_name, user_id=user_id, at=datetime.fromtimestamp(self._clock(), UTC), outcome=outcome
+        )
+        try:
+            self.access.store.record_execution(query_id, record)
+        except PolicyUnavailableError:
+            # The call's result matters more than its log entry: report it either way.
+            log.warning("recording execution for query %s failed", query_id, exc_info=True)

@@ -1,0 +1,234 @@
+"""A gateway as an MCP tool host: what ``tools/list`` shows and what ``tools/call`` runs, for one user, one request.
+
+Recommendation ``on`` lists the three meta-tools; ``off`` lists the gateway's tools themselves; ``auto`` is ``off``
+while the gateway allows fewer than AUTO_THRESHOLD tools. Either way the same services decide what the user may
+use: recommendation changes the listing, never the policy (PRODUCT.md §3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+
+from handler.catalog import Tool
+from handler.errors import RequestError, ToolrecError
+from handler.execute.service import AuthorizationRequiredError, Execution, ExecutionService, InputInvalidError
+from handler.index_holder import ServingIndex
+from handler.mcp import meta_tools
+from handler.mcp.jsonrpc import error_result
+from handler.mcp.meta_tools import LIST_APPS, SELECT, USE
+from handler.policy.model import Gateway, Principal
+from handler.services.access import count
+from handler.services.container import Services
+
+AUTO_THRESHOLD = 25  # a static list is cheaper than a lookup below roughly 25 tools (PRODUCT.md §3)
+
+
+def recommends(recommendation: str, allowed_tools: int) -> bool:
+    if recommendation == "auto":
+        return allowed_tools >= AUTO_THRESHOLD
+    return recommendation == "on"
+
+
+def listed_name(tool_name: str) -> str:
+    """``Slack.SendMessage`` → ``Slack_SendMessage``: many MCP clients refuse dots in tool names."""
+    return tool_name.replace(".", "_")
+
+
+def text_result(structured: dict[str, Any], is_error: bool = False) -> types.CallToolResult:
+    """Structured content for clients that read it, the same JSON as text for those that only pass text on."""
+    text = json.dumps(structured, ensure_ascii=False, default=str)
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=structured, is_error=is_error
+    )
+
+
+@dataclass
+class GatewayHost:
+    """Implements ``jsonrpc.ToolHost`` for one request: (API key, gateway, user) are fixed for its lifetime."""
+
+    services: Services
+    executions: ExecutionService
+    principal: Principal
+    gateway: Gateway
+    user_id: str
+    index: ServingIndex
+    recommending: bool
+
+    @property
+    def namespace(self) -> str:
+        return self.services.settings.mcp_namespace
+
+    @property
+    def instructions(self) -> str | None:
+        return meta_tools.instructions(self.namespace) if self.recommending else None
+
+    async def list_tools(self) -> list[types.Tool]:
+        if self.recommending:
+            return meta_tools.meta_tools(self.namespace)
+        return [
+            types.Tool(name=listed_name(t.name), description=t.description, input_schema=t.input_schema)
+            for t in await anyio.to_thread.run_sync(self._usable_tools)
+        ]
+
+    def _usable_tools(self) -> list[Tool]:
+        mask = self.services.access.allowed_mask(self.index.table, self.user_id, self.gateway)
+        return [tool for tool, ok in zip(self.index.table.tools, mask.tolist(), strict=True) if ok]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        meta = meta_tools.meta_tool_of(self.namespace, name)
+        if meta == SELECT:
+            return await self._select(arguments)
+        if meta == USE:
+            return await self._use(arguments)
+        if meta == LIST_APPS:
+            return await self._list_apps(arguments)
+        # A direct call by the tool's own name (listed with `_`, or with `.`), in either mode: the same
+        # policy applies as through UseTool, so accepting it exposes nothing the meta-tools do not.
+        return await self._run(self.tool_name_of(name), arguments, None, direct=True)
+
+    def tool_name_of(self, name: str) -> str:
+        """The catalog name a client means: ``Slack.SendMessage`` as is, ``Slack_SendMessage`` via the listing."""
+        if name.casefold() in self.index.table.by_name:
+            return name
+        wanted = name.casefold()
+        for tool in self.index.table.tools:
+            if listed_name(tool.name).casefold() == wanted:
+                return tool.name
+        return name
+
+    async def _select(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        tasks = arguments.get("tasks")
+        context = arguments.get("context")
+        if (
+            not isinstance(tasks, list)
+            or not tasks
+            or len(tasks) > meta_tools.MAX_TASKS
+            or not all(isinstance(t, str) and t.strip() for t in tasks)
+        ):
+            return refusal(_invalid(f"tasks must be a list of 1 to {meta_tools.MAX_TASKS} non-empty strings"))
+        if context is not None and not isinstance(context, str):
+            return refusal(_invalid("context must be a string"))
+        return text_result(await anyio.to_thread.run_sync(self._selection, [t.strip() for t in tasks], context))
+
+    def _selection(self, tasks: list[str], context: str | None) -> dict[str, Any]:
+        finder = self.services.finder
+        selection = finder.select(
+            self.principal,
+            self.user_id,
+            tasks,
+            context,
+            self.gateway.gateway_id,
+            meta_tools.TOOLS_PER_TASK,
+            isolate_failures=True,
+        )
+        results = []
+        for result in selection.results:
+            entry: dict[str, Any] = {
+                "task": result.task,
+                "tools": [
+                    {"tool_name": t.name, "description": t.description, "input_schema": t.input_schema}
+                    for t in result.tools
+                ],
+            }
+            if not result.tools:
+                entry["empty_reason"] = "unavailable" if result.unavailable else "no_match"
+            results.append(entry)
+        return {"query_id": selection.query_id, "results": results}
+
+    async def _use(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        tool_name, inputs, query_id = arguments.get("tool_name"), arguments.get("inputs", {}), arguments.get("query_id")
+        if not isinstance(tool_name, str) or not tool_name.strip():
+            return refusal(_invalid("tool_name must be a tool name returned by SelectTools"))
+        if not isinstance(inputs, dict):
+            return refusal(_invalid("inputs must be an object that follows the tool's input_schema"))
+        if query_id is not None and not isinstance(query_id, str):
+            return refusal(_invalid("query_id must be the string returned by SelectTools"))
+        return await self._run(self.tool_name_of(tool_name.strip()), inputs, query_id, direct=False)
+
+    async def _run(
+        self, tool_name: str, inputs: Mapping[str, Any], query_id: str | None, *, direct: bool
+    ) -> types.CallToolResult:
+        try:
+            execution = await self.executions.execute(self.user_id, tool_name, inputs, query_id, self.gateway)
+        except ToolrecError as exc:
+            return refusal(exc)
+        return execution_result(execution, direct=direct)
+
+    async def _list_apps(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        limit, offset = arguments.get("limit", 50), arguments.get("offset", 0)
+        if not isinstance(limit, int) or not isinstance(offset, int) or not 1 <= limit <= 200 or offset < 0:
+            return refusal(_invalid("limit must be 1..200 and offset 0 or more"))
+        page = await anyio.to_thread.run_sync(self.services.apps.list_apps, self.principal, self.user_id, limit, offset)
+        apps = [
+            {
+                "app_id": a.app_id,
+                "name": a.name,
+                "description": a.description,
+                "connected": a.connected,
+                "account": a.account,
+                "permissions": list(a.permissions),
+                "authorize_url": a.authorize_url,
+                "tool_count": a.tool_count,
+            }
+            for a in page.apps
+        ]
+        return text_result({"apps": apps, "total": page.total, "limit": limit, "offset": offset})
+
+
+def _invalid(message: str) -> InputInvalidError:
+    return InputInvalidError(message, [])
+
+
+def refusal(exc: ToolrecError) -> types.CallToolResult:
+    """A call that did not run, as a tool error the model can act on (the REST error body, as structured data)."""
+    name = exc.name if isinstance(exc, RequestError) else "service_unavailable"
+    if isinstance(exc, RequestError) and exc.status == 404:
+        name = "not_found"
+    error: dict[str, Any] = {"name": name, "message": str(exc)}
+    if isinstance(exc, InputInvalidError) and exc.field_errors:
+        error["field_errors"] = [{"field": p.field, "message": p.message} for p in exc.field_errors]
+    if isinstance(exc, AuthorizationRequiredError):
+        error.update(app_id=exc.app_id, authorize_url=exc.authorize_url, missing_scopes=list(exc.missing_scopes))
+    return text_result({"error": error}, is_error=True)
+
+
+def execution_result(execution: Execution, *, direct: bool) -> types.CallToolResult:
+    if not execution.success:
+        error = {"name": execution.error_name, "message": execution.error_message}
+        structured: dict[str, Any] = {"execution_id": execution.execution_id, "tool_name": execution.tool_name}
+        return text_result({**structured, "success": False, "error": error}, is_error=True)
+    if direct:
+        # Called as itself, a tool answers with its own output (wrapped when it is not an object).
+        output = execution.output
+        return text_result(output if isinstance(output, dict) else {"result": output})
+    return text_result(
+        {
+            "execution_id": execution.execution_id,
+            "tool_name": execution.tool_name,
+            "success": True,
+            "output": execution.output,
+            "duration_ms": execution.duration_ms,
+        }
+    )
+
+
+def open_host(
+    services: Services, executions: ExecutionService, principal: Principal, gateway_id: str, user_id: str
+) -> GatewayHost:
+    """Resolve the gateway for this key (404/403 as in REST) and decide the mode; blocking (policy reads)."""
+    gateway = services.access.gateway_for(principal, gateway_id)
+    assert gateway is not None  # gateway_for returns a gateway whenever one is named
+    index = services.holder.current()
+    allowed_by_gateway = count(index.table.mask(gateway.allowed))
+    return GatewayHost(
+        services, executions, principal, gateway, user_id, index, recommends(gateway.recommendation, allowed_by_gateway)
+    )
+
+
+__all__ = ["GatewayHost", "error_result", "open_host"]

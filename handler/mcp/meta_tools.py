@@ -1,0 +1,114 @@
+"""The meta-tools a gateway lists when recommendation is on, with descriptions that teach the two-step flow.
+
+The list never changes with the catalog, so a client's prompt cache survives catalog growth (PRODUCT.md intro).
+The descriptions are the only instructions many clients pass to the model, so they say what to call next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
+MAX_TASKS = 16
+TOOLS_PER_TASK = 5
+
+
+def mcp_name(namespace: str, meta_tool: str) -> str:
+    """The listed name: ``Toolrec_SelectTools`` (clients reject dots in tool names; calls accept either)."""
+    return f"{namespace}_{meta_tool}"
+
+
+def meta_tool_of(namespace: str, name: str) -> str | None:
+    """Which meta-tool ``name`` calls (``Toolrec.SelectTools`` or ``Toolrec_SelectTools``), if any."""
+    for separator in ("_", "."):
+        prefix = namespace + separator
+        if name.casefold().startswith(prefix.casefold()):
+            rest = name[len(prefix) :].casefold()
+            return next((m for m in (SELECT, USE, LIST_APPS) if m.casefold() == rest), None)
+    return None
+
+
+def instructions(namespace: str) -> str:
+    select, use = mcp_name(namespace, SELECT), mcp_name(namespace, USE)
+    return (
+        f"This server gives access to many tools that are not listed. To act: call {select} with each separate "
+        f"action as one task; it returns the few tools that fit each task with their input schemas and a query_id. "
+        f"Then call {use} with the chosen tool_name, inputs that follow its input_schema, and the query_id."
+    )
+
+
+def meta_tools(namespace: str) -> list[types.Tool]:
+    select, use, apps = (mcp_name(namespace, m) for m in (SELECT, USE, LIST_APPS))
+    return [
+        types.Tool(
+            name=select,
+            description=(
+                "Step 1 of 2: find the tools to do something. Many tools are available through this server but "
+                "not listed; describe what you need and get the ones that fit. Put each separate action in "
+                'its own entry of `tasks` (e.g. ["send a Slack message to #ops", "create a GitHub issue"]). '
+                f"For each task you get up to {TOOLS_PER_TASK} tools, best first, each with its full input_schema, "
+                f"and one query_id for the whole call. Then call {use} with a tool_name from the result, inputs "
+                "that follow its input_schema, and the query_id. A task with no tools has empty_reason: "
+                "'no_match' (nothing you may use fits; rephrase or tell the user) or 'unavailable' (the lookup "
+                "failed; retrying may work)."
+            ),
+            input_schema=_schema(
+                {
+                    "tasks": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1, "maxLength": 1000},
+                        "minItems": 1,
+                        "maxItems": MAX_TASKS,
+                        "description": "one short description per separate action",
+                    },
+                    "context": {
+                        "type": "string",
+                        "maxLength": 4000,
+                        "description": "optional: what the user is working on, to help pick between similar tools",
+                    },
+                },
+                required=["tasks"],
+            ),
+            annotations=types.ToolAnnotations(title="Find tools", read_only_hint=True, idempotent_hint=True),
+        ),
+        types.Tool(
+            name=use,
+            description=(
+                f"Step 2 of 2: run one tool found with {select}. Pass tool_name exactly as {select} returned it "
+                "(e.g. Slack.SendMessage), inputs as an object that follows that tool's input_schema, and the "
+                f"query_id from {select}. Returns the tool's output. If the call fails the result says why: invalid "
+                "inputs name each field to fix; 'authorization_required' names the app and where the user can "
+                "connect it (tell the user; do not retry until they have)."
+            ),
+            input_schema=_schema(
+                {
+                    "tool_name": {"type": "string", "minLength": 1, "description": "e.g. Slack.SendMessage"},
+                    "inputs": {"type": "object", "description": "the tool's arguments, per its input_schema"},
+                    "query_id": {"type": "string", "description": f"the query_id returned by {select}"},
+                },
+                required=["tool_name", "inputs"],
+            ),
+            annotations=types.ToolAnnotations(title="Run a tool", read_only_hint=False, open_world_hint=True),
+        ),
+        types.Tool(
+            name=apps,
+            description=(
+                "List the apps (services such as Slack or GitHub) the user can act on here, and whether each "
+                f"is connected. Use it to tell the user which apps need authorizing; it is not needed before {select}."
+            ),
+            input_schema=_schema(
+                {
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+                    "offset": {"type": "integer", "minimum": 0, "default": 0},
+                },
+                required=[],
+            ),
+            annotations=types.ToolAnnotations(title="List apps", read_only_hint=True, idempotent_hint=True),
+        ),
+    ]
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
