@@ -17,7 +17,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from handler.errors import IntegrityError
+from handler.errors import IntegrityError, ModelMissingError
 from handler.model_files import SPEC_FILE, ModelSpec, read_spec, sha256_file
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@int8-per-channel"
@@ -101,8 +101,11 @@ def requantize(shipped_onnx: Path, target: Path, workdir: Path) -> None:
 def prepare(model_dir: Path, cache: Path = WHEEL_CACHE) -> ModelSpec:
     """Create (or verify) the model directory. Idempotent: a verified directory is left untouched."""
     if (model_dir / SPEC_FILE).is_file():
-        spec = read_spec(model_dir)
-        if spec.files == EXPECTED_FILES:
+        try:
+            spec: ModelSpec | None = read_spec(model_dir)
+        except (IntegrityError, ModelMissingError):
+            spec = None  # tampered or partial: rebuild it, as the error message told the user to do
+        if spec is not None and spec.files == EXPECTED_FILES:
             return spec
     onnx_wheel = fetch_wheel(ONNX_WHEEL, cache)
     tokenizer_wheel = fetch_wheel(TOKENIZER_WHEEL, cache)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,14 @@ def _publish_local(built: BuiltIndex, root: Path) -> Manifest:
     staging_root = root / BUILDS
     staging_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=staging_root))
-    manifest = write_build(built, staging)
-    staging.rename(staging_root / manifest.build_id)
+    try:
+        manifest = write_build(built, staging)
+        target = staging_root / manifest.build_id
+        # The same content published twice within one second gets the same build id: it is already there.
+        if not target.is_dir():
+            staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     _atomic_write(root / LATEST, manifest.build_id + "\n")
     return manifest
 

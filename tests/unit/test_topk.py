@@ -1,0 +1,35 @@
+"""top_k (argpartition + partial sort) against the obvious reference: a full stable sort of the finite scores."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from handler.ranking.topk import top_k
+
+# Few distinct values, so ties are the rule; -inf and nan stand for disallowed tools.
+values = st.sampled_from([-np.inf, np.nan, -2.0, -0.5, 0.0, 0.25, 1.0, 1.0 + 2**-20, 3.0])
+
+
+def reference(scores: np.ndarray, k: int) -> list[int]:
+    finite = [i for i in range(len(scores)) if np.isfinite(scores[i])]
+    return sorted(finite, key=lambda i: (-scores[i], i))[: max(k, 0)]
+
+
+@given(st.lists(values, max_size=60), st.integers(-2, 70))
+def test_top_k_equals_a_full_stable_sort(raw: list[float], k: int) -> None:
+    scores = np.array(raw, dtype=np.float32)
+    assert top_k(scores, k).tolist() == reference(scores, k)
+
+
+@given(st.lists(st.floats(-1e6, 1e6, width=32), min_size=1, max_size=300), st.integers(1, 40))
+def test_top_k_on_arbitrary_floats(raw: list[float], k: int) -> None:
+    scores = np.array(raw, dtype=np.float32)
+    assert top_k(scores, k).tolist() == reference(scores, k)
+
+
+def test_disallowed_scores_never_fill_a_slot() -> None:
+    scores = np.array([-np.inf, 0.5, -np.inf, 0.5, -np.inf], dtype=np.float32)
+    assert top_k(scores, 5).tolist() == [1, 3]
+    assert top_k(np.full(4, -np.inf, dtype=np.float32), 3).tolist() == []
