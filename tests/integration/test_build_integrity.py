@@ -1,0 +1,159 @@
+"""A loader refuses any build it cannot trust (corrupt or missing file, unknown schema, another model) with
+IntegrityError and a message that says what is wrong; a corrupt cached S3 copy is dropped and refetched."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from build_index.build import build_index
+from build_index.model_prepare import MODEL_ID
+from build_index.publish import publish
+from handler.catalog import Tool
+from handler.embedder import OnnxEmbedder
+from handler.errors import IndexUnavailableError, IntegrityError
+from handler.index_format import BUILDS, MANIFEST, BuiltIndex, load_build
+from handler.index_store import LocalIndexStore, S3IndexStore, load_latest
+
+BUCKET = "toolrec-integrity"
+
+
+@pytest.fixture(scope="module")
+def built(arcade_tools: list[Tool], embedder: OnnxEmbedder) -> BuiltIndex:
+    return build_index(arcade_tools[:12], embedder, MODEL_ID, progress=False)
+
+
+@pytest.fixture
+def build_dir(built: BuiltIndex, tmp_path: Path) -> Path:
+    manifest = publish(built, str(tmp_path / "index"))
+    return tmp_path / "index" / BUILDS / manifest.build_id
+
+
+def flip_bytes(path: Path, offset: int = -16, count: int = 4) -> None:
+    data = bytearray(path.read_bytes())
+    for i in range(count):
+        data[offset + i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_an_intact_build_loads(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    assert load_build(build_dir, embedder.fingerprint).manifest.tool_count == 12
+
+
+@pytest.mark.parametrize("name", ["vectors.npy", "vector_scales.npy", "bm25_weights.npy", "tools.json"])
+def test_a_corrupted_file_is_refused(build_dir: Path, embedder: OnnxEmbedder, name: str) -> None:
+    flip_bytes(build_dir / name)
+    with pytest.raises(IntegrityError, match=rf"{name} does not match its sha256 \(corrupt or partial\)"):
+        load_build(build_dir, embedder.fingerprint)
+
+
+def test_a_truncated_array_is_refused(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    path = build_dir / "vectors.npy"
+    path.write_bytes(path.read_bytes()[:-384])
+    with pytest.raises(IntegrityError, match=r"vectors\.npy does not match its sha256"):
+        load_build(build_dir, embedder.fingerprint)
+
+
+def test_a_missing_file_is_refused(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    (build_dir / "bm25_doc_ids.npy").unlink()
+    with pytest.raises(IntegrityError, match=r"is missing bm25_doc_ids\.npy"):
+        load_build(build_dir, embedder.fingerprint)
+
+
+def test_a_missing_manifest_is_refused(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    (build_dir / MANIFEST).unlink()
+    with pytest.raises(IntegrityError, match=f"no {MANIFEST}"):
+        load_build(build_dir, embedder.fingerprint)
+
+
+def edit_manifest(build_dir: Path, change: dict[str, Any]) -> None:
+    path = build_dir / MANIFEST
+    path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", None])
+def test_an_unknown_schema_version_is_refused(build_dir: Path, embedder: OnnxEmbedder, version: object) -> None:
+    edit_manifest(build_dir, {"schema_version": version})
+    with pytest.raises(IntegrityError, match=rf"unknown index schema version {version!r}; this toolrec reads 1"):
+        load_build(build_dir, embedder.fingerprint)
+
+
+def test_a_manifest_that_drops_a_file_is_refused(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    manifest = json.loads((build_dir / MANIFEST).read_text())
+    del manifest["files"]["bm25_weights.npy"]
+    edit_manifest(build_dir, {"files": manifest["files"]})
+    with pytest.raises(IntegrityError, match="lists files"):
+        load_build(build_dir, embedder.fingerprint)
+
+
+def test_an_index_built_with_another_model_is_refused(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    other = "0" * 64
+    with pytest.raises(IntegrityError) as refused:
+        load_build(build_dir, other)
+    message = str(refused.value)
+    assert embedder.fingerprint[:12] in message and other[:12] in message
+    assert "rebuild the index or deploy the matching model" in message
+
+
+def test_a_garbled_latest_pointer_is_unavailable_not_a_crash(built: BuiltIndex, tmp_path: Path) -> None:
+    publish(built, str(tmp_path / "index"))
+    (tmp_path / "index" / "LATEST").write_text("../../etc\n")
+    with pytest.raises(IndexUnavailableError, match="invalid build id"):
+        load_latest(LocalIndexStore(tmp_path / "index"), tmp_path / "cache", "x")
+    with pytest.raises(IndexUnavailableError, match="run `toolrec build`"):
+        load_latest(LocalIndexStore(tmp_path / "nothing-here"), tmp_path / "cache", "x")
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket=BUCKET)
+        yield client
+
+
+def test_a_corrupt_cached_copy_is_dropped_and_refetched(
+    built: BuiltIndex, embedder: OnnxEmbedder, s3: Any, tmp_path: Path
+) -> None:
+    manifest = publish(built, f"s3://{BUCKET}/idx", s3_client=s3)
+    store, cache = S3IndexStore(s3, BUCKET, "idx"), tmp_path / "cache"
+    load_latest(store, cache, embedder.fingerprint)
+    cached = cache / manifest.build_id
+    flip_bytes(cached / "vectors.npy")  # e.g. a bad write on the Lambda's /tmp
+    with pytest.raises(IntegrityError, match=r"vectors\.npy does not match"):
+        load_latest(store, cache, embedder.fingerprint)
+    assert not cached.exists()
+    assert load_latest(store, cache, embedder.fingerprint).manifest.build_id == manifest.build_id
+
+
+def test_a_corrupt_object_in_s3_is_refused_and_not_kept(
+    built: BuiltIndex, embedder: OnnxEmbedder, s3: Any, tmp_path: Path
+) -> None:
+    manifest = publish(built, f"s3://{BUCKET}/idx", s3_client=s3)
+    key = f"idx/{BUILDS}/{manifest.build_id}/vectors.npy"
+    original = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    s3.put_object(Bucket=BUCKET, Key=key, Body=original[:-8] + bytes(8))
+    store, cache = S3IndexStore(s3, BUCKET, "idx"), tmp_path / "cache"
+    with pytest.raises(IntegrityError, match=r"vectors\.npy does not match its sha256"):
+        load_latest(store, cache, embedder.fingerprint)
+    assert not (cache / manifest.build_id).exists()
+    s3.put_object(Bucket=BUCKET, Key=key, Body=original)  # the operator re-publishes the object
+    assert load_latest(store, cache, embedder.fingerprint).manifest.tool_count == 12
+
+
+def test_a_model_mismatch_on_s3_drops_the_cached_copy(
+    built: BuiltIndex, embedder: OnnxEmbedder, s3: Any, tmp_path: Path
+) -> None:
+    manifest = publish(built, f"s3://{BUCKET}/idx", s3_client=s3)
+    cache = tmp_path / "cache"
+    with pytest.raises(IntegrityError, match="rebuild the index"):
+        load_latest(S3IndexStore(s3, BUCKET, "idx"), cache, "f" * 64)
+    assert not (cache / manifest.build_id).exists()
