@@ -1,0 +1,113 @@
+"""`toolrec serve` as a user runs it: a subprocess on a free 127.0.0.1 port that builds the demo on first run,
+answered over real HTTP — including README's curl example, run as written (only the port differs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.support.servers import free_port
+
+TOOLREC = str(Path(sys.executable).parent / "toolrec")
+
+
+class Server:
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.output: str | None = None
+
+    def stop(self) -> str:
+        """Stop the server (once) and return everything it printed."""
+        if self.output is None:
+            self.process.terminate()
+            self.output = self.process.communicate(timeout=10)[0]
+        return self.output
+
+
+@contextmanager
+def toolrec_serve(root: Path, env: dict[str, str], *args: str) -> Iterator[tuple[str, Server]]:
+    port = free_port()
+    process = subprocess.Popen(
+        [TOOLREC, "serve", "--host", "127.0.0.1", "--port", str(port), "--root", str(root), *args],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    server = Server(process)
+    try:
+        deadline = time.monotonic() + 120  # first run: loads the model and builds the demo index
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"toolrec serve did not start: {server.stop()}")
+            time.sleep(0.2)
+        yield url, server
+    finally:
+        server.stop()
+
+
+def readme_curl() -> str:
+    block = re.search(
+        r"^    (curl -s http://127\.0\.0\.1:8000/v1/tools/select.*?)\n\n",
+        (REPO_ROOT / "README.md").read_text(),
+        re.M | re.S,
+    )
+    assert block, "README.md lost its curl example"
+    return "\n".join(line.removeprefix("    ") for line in block.group(1).splitlines())
+
+
+@pytest.mark.slow
+def test_readme_example_against_toolrec_serve(tmp_path: Path) -> None:
+    env = {"TOOLREC_API_KEY": "dev-key", "TOOLREC_POLICY_CACHE_SECONDS": "0"}
+    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
+        command = readme_curl().replace("http://127.0.0.1:8000", url)
+        assert shutil.which("curl"), "the README example needs curl"
+        completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
+        body = json.loads(completed.stdout)
+        first, second = body["results"]
+        assert first["suggestions"][0]["tool_name"] == "Slack.SendMessage"
+        assert "GitHub.CreateIssue" in [s["tool_name"] for s in second["suggestions"]]
+
+        # `toolrec policy` edits the running server's policy file; the change applies on the next request.
+        policy = ["--file", str(tmp_path / ".toolrec" / "policy.json")]
+        subprocess.run(
+            [TOOLREC, "policy", *policy, "rule", "put", "--subject", "demo-user", "--rule-id", "quiet",
+             "--effect", "deny", "--tools", "Slack.*"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
+        found = [s["tool_name"] for s in json.loads(completed.stdout)["results"][0]["suggestions"]]
+        assert found and not any(name.startswith("Slack.") for name in found)
+
+
+@pytest.mark.slow
+def test_a_generated_key_is_printed_once(tmp_path: Path) -> None:
+    env = {"TOOLREC_API_KEY": ""}
+    with toolrec_serve(tmp_path / "root", env) as (url, server):
+        output = server.stop()
+    key = re.search(r"API key \(shown once.*?\): (\S+)", output)
+    assert key, output
+    with toolrec_serve(tmp_path / "root", env) as (url, server):
+        headers = {"Authorization": f"Bearer {key.group(1)}"}
+        apps = httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}, headers=headers)
+        assert apps.status_code == 200 and apps.json()["total"] == 13
+        assert httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}).status_code == 401
+        assert "API key" not in server.stop()
