@@ -1,0 +1,160 @@
+"""Property: for any gateway and access rules, select and search never return a tool the user may not use,
+and a disallowed tool never takes a slot (each answer is as full as the allowed tools permit).
+
+The expected allowed set is computed here from the pattern rules in plain Python, independently of the
+service's mask code; the index is the real demo build with the real embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from handler.embedder import OnnxEmbedder
+from handler.index_holder import IndexHolder
+from handler.index_store import LocalIndexStore
+from handler.policy.model import (
+    AccessRule,
+    ApiKeyRecord,
+    AppInfo,
+    Connection,
+    ExecutionRecord,
+    Gateway,
+    Principal,
+    QueryRecord,
+)
+from handler.services.access import AccessPolicy
+from handler.services.select import ToolFinder
+from tests.support.serving import demo_tools, publish_tools
+
+TOOL_NAMES = [t.name for t in demo_tools()]
+APPS = sorted({name.split(".")[0] for name in TOOL_NAMES})
+USER = "u"
+TASKS = ["send a message to the team", "refund a payment", "create an issue", "weather tomorrow", "list files"]
+
+
+class MemoryPolicy:
+    """A PolicyStore fake holding one gateway and a rule list in memory."""
+
+    def __init__(self, gateway: Gateway | None, rules: Sequence[AccessRule]) -> None:
+        self._gateway, self._rules = gateway, list(rules)
+        self.queries: list[QueryRecord] = []
+
+    def gateway(self, gateway_id: str) -> Gateway | None:
+        return self._gateway if self._gateway and self._gateway.gateway_id == gateway_id else None
+
+    def access_rules(self, user_id: str) -> Sequence[AccessRule]:
+        return [r for r in self._rules if r.subject in (user_id, "*")]
+
+    def apps(self) -> Sequence[AppInfo]:
+        return []
+
+    def connections(self, user_id: str) -> Sequence[Connection]:
+        return []
+
+    def api_key(self, key_hash: str) -> ApiKeyRecord | None:
+        return None
+
+    def put_query(self, record: QueryRecord) -> None:
+        self.queries.append(record)
+
+    def get_query(self, query_id: str) -> QueryRecord | None:
+        return None
+
+    def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
+        return None
+
+
+def matches(pattern: str, name: str) -> bool:
+    if pattern == "*":
+        return True
+    if pattern.endswith(".*"):
+        return name.split(".", maxsplit=1)[0].lower() == pattern[:-2].lower()
+    return pattern.lower() == name.lower()
+
+
+def expected_allowed(gateway: Gateway | None, rules: Sequence[AccessRule]) -> set[str]:
+    mine = [r for r in rules if r.subject in (USER, "*")]
+    allowed = set()
+    for name in TOOL_NAMES:
+        permitted = any(matches(p, name) for r in mine if r.effect == "allow" for p in r.tools)
+        denied = any(matches(p, name) for r in mine if r.effect == "deny" for p in r.tools)
+        in_gateway = gateway is None or any(matches(p, name) for p in gateway.allowed)
+        if permitted and not denied and in_gateway:
+            allowed.add(name)
+    return allowed
+
+
+def case_variants(text: str) -> st.SearchStrategy[str]:
+    return st.sampled_from([text, text.lower(), text.upper()])
+
+
+patterns = st.one_of(
+    st.just("*"),
+    st.sampled_from(APPS).flatmap(lambda app: case_variants(f"{app}.*")),
+    st.sampled_from(TOOL_NAMES).flatmap(case_variants),
+    st.sampled_from(["Nope.*", "Slack.NoSuchTool"]),
+)
+gateways = st.one_of(
+    st.none(),
+    st.builds(
+        lambda allowed: Gateway(gateway_id="g", allowed=tuple(allowed)), st.lists(patterns, min_size=0, max_size=4)
+    ),
+)
+rules = st.lists(
+    st.builds(
+        lambda i, subject, effect, tools: AccessRule(
+            rule_id=f"r{i}", subject=subject, effect=effect, tools=tuple(tools)
+        ),
+        st.integers(0, 99),
+        st.sampled_from([USER, "*", "someone-else"]),
+        st.sampled_from(["allow", "allow", "deny"]),
+        st.lists(patterns, min_size=1, max_size=3),
+    ),
+    max_size=5,
+)
+
+
+@pytest.fixture(scope="module")
+def holder(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) -> IndexHolder:
+    directory = tmp_path_factory.mktemp("index")
+    publish_tools(demo_tools(), str(directory), embedder)
+    holder = IndexHolder(LocalIndexStore(Path(directory)), directory / "cache", embedder.fingerprint, 3600)
+    holder.load()
+    return holder
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(gateway=gateways, rule_list=rules, task=st.sampled_from(TASKS), top_k=st.integers(1, 20))
+def test_select_and_search_only_return_allowed_tools(
+    holder: IndexHolder,
+    embedder: OnnxEmbedder,
+    gateway: Gateway | None,
+    rule_list: list[AccessRule],
+    task: str,
+    top_k: int,
+) -> None:
+    store = MemoryPolicy(gateway, rule_list)
+    finder = ToolFinder(holder, embedder, AccessPolicy(store), store)
+    allowed = expected_allowed(gateway, rule_list)
+    gateway_id = gateway.gateway_id if gateway else None
+    principal = Principal(key_id="k")
+
+    selection = finder.select(principal, USER, [task], None, gateway_id, top_k)
+    selected = [t.name for t in selection.results[0].tools]
+    assert set(selected) <= allowed
+    assert len(selected) == min(top_k, len(allowed))  # no slot lost to a filtered-out tool
+
+    found = [t.name for t in finder.search(principal, USER, task, gateway_id, top_k)]
+    index = holder.current().loaded.ranking
+    scores = index.bm25.score(index.analyzer(task))
+    ranked = sorted(
+        (i for i, name in enumerate(TOOL_NAMES) if name in allowed and scores[i] > 0), key=lambda i: (-scores[i], i)
+    )
+    assert found == [TOOL_NAMES[i] for i in ranked[:top_k]]
+    assert np.isfinite(scores).all()
