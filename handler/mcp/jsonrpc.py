@@ -56,8 +56,12 @@ class _RpcError(Exception):
 
 
 def _error(request_id: types.RequestId | None, exc: _RpcError) -> Reply:
-    body = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=exc.error)
-    return Reply(exc.status, body.model_dump(by_alias=True, mode="json", exclude_none=True))
+    return Reply(exc.status, error_body(request_id, exc.error))
+
+
+def error_body(request_id: types.RequestId | None, error: types.ErrorData) -> dict[str, Any]:
+    # Not exclude_none: JSON-RPC requires `"id": null` when the request's id is unknown.
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error).model_dump(by_alias=True, mode="json")
 
 
 def _decode(raw: bytes) -> types.JSONRPCMessage:

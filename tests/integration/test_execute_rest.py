@@ -16,7 +16,8 @@ from tests.support.gateway_app import (
     USER,
     Backends,
     GatewayApp,
-    gateway_app_for,
+    gateway_app,
+    prepare_for,
     running_backends,
 )
 from tests.support.servers import serve
@@ -30,7 +31,7 @@ def backends() -> Iterator[Backends]:
 
 @pytest.fixture(scope="module")
 def gateway(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> GatewayApp:
-    return gateway_app_for(tmp_path_factory.mktemp("execute"), embedder, backends)
+    return gateway_app(prepare_for(tmp_path_factory.mktemp("execute"), embedder, backends), embedder)
 
 
 @pytest.fixture(scope="module")

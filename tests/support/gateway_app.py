@@ -7,31 +7,34 @@ The catalog is built per test session because executor targets carry the workers
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from fastapi import FastAPI
 
 from build_index.build import build_index
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.app import create_app
 from handler.catalog import Executor, Requirements, Tool
+from handler.composition import build_app
 from handler.embedder import Embedder
-from handler.index_holder import IndexHolder
-from handler.index_store import open_store
-from handler.policy.file_store import FilePolicyStore
 from handler.policy.keys import generate_key, hash_key
+from handler.policy.store import PolicyStore
+from handler.services.container import Services
 from handler.settings import Settings
 from tests.support.servers import free_port, serve
 from tests.support.workers import http_worker_app, upstream_mcp_app
 
 USER = "alice"  # connected to Slack with chat:write; denied the Admin app
 UNCONNECTED_USER = "bob"  # no Slack connection
-GATEWAY_ON, GATEWAY_OFF, GATEWAY_AUTO = "assistant", "direct", "auto-small"
+GATEWAY_ON, GATEWAY_OFF, GATEWAY_AUTO, GATEWAY_ADMIN = "assistant", "direct", "auto-small", "admin"
 SLACK_AUTHORIZE_URL = "https://auth.example.test/connect/slack"
 SHORT_TIMEOUT_S = 0.5
 
@@ -122,6 +125,7 @@ def policy_document(key: str) -> dict[str, Any]:
             {"gateway_id": GATEWAY_ON, "allowed": everything, "recommendation": "on"},
             {"gateway_id": GATEWAY_OFF, "allowed": ["Weather.*", "Calculator.*", "Admin.*"], "recommendation": "off"},
             {"gateway_id": GATEWAY_AUTO, "allowed": ["Weather.*", "Text.*"], "recommendation": "auto"},
+            {"gateway_id": GATEWAY_ADMIN, "allowed": ["Admin.*"], "recommendation": "on"},
         ],
         "access_rules": [
             {"rule_id": "everyone", "subject": "*", "effect": "allow", "tools": ["*"]},
@@ -142,27 +146,81 @@ def policy_document(key: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class GatewayApp:
-    app: FastAPI
-    api_key: str
-    policy: FilePolicyStore
+class Prepared:
+    """A built index and a policy file on disk: what ``toolrec serve`` and the Lambda function start from."""
+
     index_dir: Path
+    policy_file: Path
+    api_key: str
+    root: Path
 
 
-def build_gateway_app(root: Path, embedder: Embedder, worker_url: str, upstream_url: str, dead_url: str) -> GatewayApp:
+def prepare(root: Path, embedder: Embedder, worker_url: str, upstream_url: str, dead_url: str) -> Prepared:
     index_dir, policy_file = root / "index", root / "policy.json"
     built = build_index(catalog(worker_url, upstream_url, dead_url), embedder, MODEL_ID, progress=False)
     publish(built, str(index_dir))
     key = generate_key()
     policy_file.write_text(json.dumps(policy_document(key)), encoding="utf-8")
+    return Prepared(index_dir, policy_file, key, root)
+
+
+@dataclass(frozen=True)
+class GatewayApp:
+    app: FastAPI
+    api_key: str
+
+    @property
+    def policy(self) -> PolicyStore:
+        services: Services = self.app.state.services
+        return services.policy
+
+
+def gateway_app(prepared: Prepared, embedder: Embedder) -> GatewayApp:
+    """The app as the real composition root (handler/composition.py) wires it for Lambda and ``toolrec serve``."""
     settings = Settings(
-        index_location=str(index_dir), index_cache_dir=root / "cache", policy_file=policy_file, policy_cache_seconds=0
+        index_location=str(prepared.index_dir),
+        index_cache_dir=prepared.root / "cache",
+        policy_backend="file",
+        policy_file=prepared.policy_file,
+        policy_cache_seconds=0,
     )
-    holder = IndexHolder(open_store(settings.index_location), settings.index_cache_dir, embedder.fingerprint, 60.0)
-    holder.load()
-    policy = FilePolicyStore(policy_file)
-    app = create_app(settings, index_holder=holder, embedder=embedder, policy_store=policy)
-    return GatewayApp(app, key, policy, index_dir)
+    return GatewayApp(build_app(settings, embedder=embedder), prepared.api_key)
+
+
+@contextmanager
+def toolrec_serve(prepared: Prepared, startup_timeout_s: float = 60.0) -> Iterator[str]:
+    """``toolrec serve`` in a subprocess on a free loopback port, on the prepared index and policy."""
+    port = free_port()
+    command = [
+        str(Path(sys.executable).with_name("toolrec")), "serve", "--host", "127.0.0.1", "--port", str(port),
+        "--root", str(prepared.root / "serve"), "--index", str(prepared.index_dir),
+        "--policy", str(prepared.policy_file),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"toolrec serve exited: {process.stderr.read().decode() if process.stderr else ''}")
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("toolrec serve did not become healthy")
+            time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
 
 
 @dataclass(frozen=True)
@@ -180,5 +238,5 @@ def running_backends() -> Iterator[Backends]:
         yield Backends(worker, upstream + "/mcp", f"http://127.0.0.1:{free_port()}/mcp", calls)
 
 
-def gateway_app_for(root: Path, embedder: Embedder, backends: Backends) -> GatewayApp:
-    return build_gateway_app(root, embedder, backends.worker_url, backends.upstream_url, backends.dead_url)
+def prepare_for(root: Path, embedder: Embedder, backends: Backends) -> Prepared:
+    return prepare(root, embedder, backends.worker_url, backends.upstream_url, backends.dead_url)

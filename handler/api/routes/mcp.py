@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from handler.api.auth import PrincipalDep, ServicesDep
 from handler.api.routes.execute import ExecutionDep
 from handler.mcp.gateway import open_host
-from handler.mcp.jsonrpc import exchange
+from handler.mcp.jsonrpc import error_body, exchange
 
 USER_HEADER = "X-Toolrec-User"
 PROTOCOL_HEADER = "MCP-Protocol-Version"
@@ -43,8 +43,7 @@ async def mcp_message(
 ) -> Response:
     if user is None or not user.strip():
         error = types.ErrorData(code=types.INVALID_REQUEST, message=f"the {USER_HEADER} header must name the user")
-        body = types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
-        return JSONResponse(body.model_dump(by_alias=True, mode="json", exclude_none=True), status_code=400)
+        return JSONResponse(error_body(None, error), status_code=400)
     host = await anyio.to_thread.run_sync(open_host, services, execution, principal, gateway_id, user.strip())
     reply = await exchange(await request.body(), protocol_version, host)
     if reply.body is None:
