@@ -82,6 +82,17 @@ def test_build_time_and_query_time_embeddings_agree_exactly(embedder: OnnxEmbedd
     assert built.model.fingerprint == embedder.fingerprint
 
 
+def test_parallel_build_embeds_exactly_like_the_query_path(
+    embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = [_tool(name, line) for name, line in _CATALOG]
+    monkeypatch.setattr("build_index.build.PARALLEL_MIN_TOOLS", 1)  # large catalogs go to worker processes
+    built = build_index(tools, embedder, MODEL_ID, progress=False, model_dir=default_model_dir(), workers=2)
+    expected = quantize(np.stack([embedder.embed(index_text(t.name, t.description)) for t in tools]))
+    np.testing.assert_array_equal(built.vectors.values, expected.values)
+    np.testing.assert_array_equal(built.vectors.scales, expected.scales)
+
+
 def test_prepare_is_idempotent(embedder: OnnxEmbedder, tmp_path: Path) -> None:
     model_dir = tmp_path / "model"
     shutil.copytree(default_model_dir(), model_dir)
