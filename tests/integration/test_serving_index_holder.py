@@ -68,6 +68,7 @@ def test_a_corrupt_new_build_is_refused_and_the_old_one_kept(
 ) -> None:
     first = publish_tools(demo_tools(), str(tmp_path), embedder)
     holder = make_holder(tmp_path, embedder, clock, refresh=0)
+    holder.load()
     second = publish_tools([*demo_tools(), ROCKET], str(tmp_path), embedder)
     (tmp_path / "builds" / second / "tools.json").write_text("[]")
 
