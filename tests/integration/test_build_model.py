@@ -71,11 +71,28 @@ def test_golden_vectors(embedder: OnnxEmbedder) -> None:
         assert float(vectors[i] @ vectors[j]) == pytest.approx(cosine, abs=1e-4)
 
 
+class Recording:
+    """The build's embedder, recording each text it embeds and the float vector it returned."""
+
+    def __init__(self, inner: OnnxEmbedder) -> None:
+        self.inner = inner
+        self.seen: dict[str, np.ndarray] = {}
+        self.fingerprint, self.dimensions = inner.fingerprint, inner.dimensions
+
+    def embed(self, text: str) -> np.ndarray:
+        self.seen[text] = vector = self.inner.embed(text)
+        return vector
+
+
 def test_build_time_and_query_time_embeddings_agree_exactly(embedder: OnnxEmbedder) -> None:
     tools = [_tool(name, line) for name, line in _CATALOG]
     # The build runs in its own process with its own model session (here: another instance, more threads).
-    built = build_index(tools, OnnxEmbedder(default_model_dir(), threads=2), MODEL_ID, progress=False)
-    at_query_time = np.stack([embedder.embed(index_text(t.name, t.description)) for t in tools])
+    recording = Recording(OnnxEmbedder(default_model_dir(), threads=2))
+    built = build_index(tools, recording, MODEL_ID, progress=False)
+    texts = [index_text(t.name, t.description) for t in tools]
+    assert list(recording.seen) == texts  # one shared formatter: the build embedded exactly these texts
+    at_query_time = np.stack([embedder.embed(text) for text in texts])
+    np.testing.assert_array_equal(np.stack([recording.seen[text] for text in texts]), at_query_time)
     expected = quantize(at_query_time)
     np.testing.assert_array_equal(built.vectors.values, expected.values)
     np.testing.assert_array_equal(built.vectors.scales, expected.scales)
