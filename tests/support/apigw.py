@@ -62,13 +62,15 @@ class LambdaContext:
 class LambdaContainer:
     """One warm container: a single thread with its own event loop, running invocations one at a time."""
 
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
+    def __init__(self, cold_start: Callable[[], Handler]) -> None:
+        """``cold_start`` builds the handler on the container's thread, as the entry module's import does."""
         self.invocations = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=self._start_loop)
+        self.handler: Handler = self._pool.submit(cold_start).result()
 
     def _start_loop(self) -> None:
+        # Mangum takes the thread's current loop when it is built and reuses it for every invocation.
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
 
@@ -81,6 +83,10 @@ class LambdaContainer:
         assert threading.current_thread() is not threading.main_thread()
         self.invocations += 1
         return self.handler(event, LambdaContext())
+
+    def invoke_in_thread(self, event: dict[str, Any]) -> dict[str, Any]:
+        """One invocation from synchronous test code, on the container's thread."""
+        return self._pool.submit(self.invoke, event).result()
 
     async def invoke_async(self, event: dict[str, Any]) -> dict[str, Any]:
         return await asyncio.get_running_loop().run_in_executor(self._pool, self.invoke, event)
