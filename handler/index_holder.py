@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -98,6 +99,14 @@ class IndexHolder:
             return Health(False, None, 0, self._error)
         return Health(True, snapshot.build_id, len(snapshot.loaded.tools), None)
 
+    def _prune_cache(self, keep: str) -> None:
+        """Drop cached copies of older builds: Lambda's /tmp is small, and a loaded index lives in memory."""
+        if not self.cache_dir.is_dir():
+            return
+        for child in self.cache_dir.iterdir():
+            if child.is_dir() and child.name != keep and not child.name.startswith("."):
+                shutil.rmtree(child, ignore_errors=True)
+
     def _refresh_locked(self) -> None:
         now = self._clock()
         try:
@@ -106,6 +115,7 @@ class IndexHolder:
                 loaded = load_latest(self.store, self.cache_dir, self.model_fingerprint)
                 self._current = ServingIndex.of(loaded)  # one reference assignment: the atomic swap
                 log.info("index loaded", extra={"build_id": loaded.manifest.build_id})
+                self._prune_cache(keep=loaded.manifest.build_id)
             self._error = None
             self._next_check = now + self.refresh_seconds
         except (IndexUnavailableError, IntegrityError, OSError, ValueError) as exc:

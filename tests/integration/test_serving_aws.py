@@ -125,6 +125,7 @@ def test_a_warm_instance_swaps_to_a_new_latest(aws: dict[str, Any], tmp_path: Pa
     assert body["results"][0]["suggestions"][0]["tool_name"] == "Acme.LaunchRocket"
     _, _, health = invoke(handler, apigw_event("GET", "/healthz", key=None))
     assert (health["build_id"], health["tool_count"]) == (second, 97)
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [second]  # the old copy left /tmp
 
 
 def test_a_broken_new_build_keeps_the_old_one_serving(
