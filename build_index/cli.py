@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from handler.errors import ToolrecError
+from handler.errors import CatalogError, ToolrecError
 from handler.model_files import default_model_dir
 
 Command = Callable[[argparse.Namespace], int]
@@ -44,7 +44,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
 
-    tools = read_catalogs(args.catalog)
+    tools = read_catalogs(args.catalog) if args.catalog else []
+    if args.from_mcp:
+        from build_index.mcp_ingest import merge, tools_from_mcp
+
+        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out))
+    if not tools:
+        raise CatalogError("nothing to build: give --catalog and/or --from-mcp")
     model_dir = args.model_dir or default_model_dir()
     built = build_index(
         tools, _embedder(args), MODEL_ID, progress=not args.quiet, model_dir=model_dir, workers=default_workers()
@@ -87,6 +93,23 @@ def cmd_policy(args: argparse.Namespace) -> int:
     return run_policy(args)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from build_index.bench.run import format_report, run
+
+    sizes = [int(size) for size in args.sizes.split(",")]
+    figures = run(sizes, args.queries, time_build=not args.no_build_timing)
+    print(json.dumps(figures) if args.json else format_report(figures))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from build_index.stats import query_log_records, recommendation_stats, stats_report
+
+    stats = recommendation_stats(query_log_records(args.table, args.region))
+    print(json.dumps(stats.as_json()) if args.json else stats_report(stats))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -98,7 +121,10 @@ def parser() -> argparse.ArgumentParser:
     prepare.set_defaults(run=cmd_model_prepare)
 
     build = commands.add_parser("build", help="index catalogs and publish the build")
-    build.add_argument("--catalog", type=Path, action="append", required=True, help="catalog JSONL (repeatable)")
+    build.add_argument("--catalog", type=Path, action="append", help="catalog JSONL (repeatable)")
+    build.add_argument("--from-mcp", action="append", metavar="URL", help="an MCP server's tools/list (repeatable)")
+    build.add_argument("--mcp-app", default=None, help="App name for --from-mcp tools (default: the server's name)")
+    build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
     build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_dir_option(build)
@@ -134,6 +160,17 @@ def parser() -> argparse.ArgumentParser:
     from build_index.policy_cli import add_policy_parser
 
     add_policy_parser(commands, cmd_policy)
+    bench = commands.add_parser("bench", help="measure latency, cold start, memory and build time")
+    bench.add_argument("--sizes", default="1000,10000,100000", help="catalog sizes, comma-separated")
+    bench.add_argument("--queries", type=int, default=500, help="queries per measurement")
+    bench.add_argument("--no-build-timing", action="store_true", help="skip the fresh 10k build")
+    bench.add_argument("--json", action="store_true", help="print one JSON object")
+    bench.set_defaults(run=cmd_bench)
+    stats = commands.add_parser("stats", help="hit rate of recommendations -> executions, from the query log")
+    stats.add_argument("--table", required=True, help="the DynamoDB query log table (TOOLREC_QUERY_LOG_TABLE)")
+    stats.add_argument("--region", default=None, help="AWS region (default: the environment's)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.set_defaults(run=cmd_stats)
     return root
 
 

@@ -1,0 +1,80 @@
+"""Benchmark catalogs grown from real tool texts.
+
+The pool is every distinct tool of ../shared/catalogs/arcade/tools_full.jsonl (8,118 `App.ToolName`
+tools) and the four benchmark catalogs (toolret, sealtools, toolbench_stb, arcade_evals): ~21k real
+names and first lines. A catalog of n tools takes the first n of a fixed shuffle of the pool; past the
+pool's size it adds replicas of pool tools under renamed apps (``Slack.SendMessage`` ->
+``Slack2.SendMessage``), so word statistics and vector distributions stay those of real catalogs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from handler.catalog import Tool
+from handler.ranking.text import index_text
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+SOURCES = (
+    "catalogs/arcade/tools_full.jsonl",
+    "benchmarks/toolret/tools.jsonl",
+    "benchmarks/sealtools/tools.jsonl",
+    "benchmarks/toolbench_stb/tools.jsonl",
+    "benchmarks/arcade_evals/tools.jsonl",
+)
+QUERY_SOURCES = ("toolret", "sealtools", "toolbench_stb", "arcade_evals")
+EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
+
+
+def _pool(shared: Path) -> list[Tool]:
+    seen: set[str] = set()
+    pool: list[Tool] = []
+    for source in SOURCES:
+        for line in (shared / source).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            name = str(row.get("name") or row["id"])
+            app, _, tool = name.rpartition(".")
+            app = app or str(row.get("app") or "Bench")
+            qualified = f"{app}.{tool or name}".replace(" ", "")
+            text = index_text(qualified, str(row.get("description") or ""))
+            if qualified in seen or text in seen:
+                continue
+            seen.update((qualified, text))
+            schema = row.get("input_schema")
+            pool.append(
+                Tool.model_construct(
+                    name=qualified,
+                    description=str(row.get("description") or ""),
+                    input_schema=schema if isinstance(schema, dict) else EMPTY_SCHEMA,
+                    app=app,
+                    executor=None,
+                    requirements=None,
+                )
+            )
+    random.Random(0).shuffle(pool)  # noqa: S311 - a fixed, reproducible order, not a secret
+    return pool
+
+
+def grow_catalog(size: int, shared: Path = SHARED) -> list[Tool]:
+    pool = _pool(shared)
+    tools = pool[:size]
+    replica = 2
+    while len(tools) < size:
+        for tool in pool[: size - len(tools)]:
+            app = f"{tool.app}{replica}"
+            name = f"{app}.{tool.name.rpartition('.')[2]}"
+            tools.append(tool.model_copy(update={"name": name, "app": app}))
+        replica += 1
+    return tools
+
+
+def bench_queries(count: int, shared: Path = SHARED) -> list[str]:
+    """A fixed mix of real benchmark queries (only their text is used: nothing is scored here)."""
+    queries: list[str] = []
+    for name in QUERY_SOURCES:
+        lines = (shared / "benchmarks" / name / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+        queries.extend(str(json.loads(line)["query"]) for line in lines)
+    random.Random(1).shuffle(queries)  # noqa: S311 - a fixed, reproducible order
+    return queries[:count]

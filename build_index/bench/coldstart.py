@@ -1,0 +1,96 @@
+"""Cold start, measured in a fresh interpreter: process start -> first select answered through Mangum.
+
+Run as ``python -m build_index.bench.coldstart`` with the TOOLREC_* environment of a deployment; it
+prints one JSON object with the phases (import, model load, index load, app, first query), the number
+of queries it then answered, and the peak RSS of the process.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+STARTED = time.perf_counter()
+
+
+def _event(body: str, key: str) -> dict[str, object]:
+    """A minimal API Gateway HTTP API (payload 2.0) event for POST /v1/tools/select."""
+    return {
+        "version": "2.0",
+        "routeKey": "POST /v1/tools/select",
+        "rawPath": "/v1/tools/select",
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", "authorization": f"Bearer {key}"},
+        "requestContext": {
+            "http": {"method": "POST", "path": "/v1/tools/select", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
+            "requestId": "bench",
+            "routeKey": "POST /v1/tools/select",
+            "stage": "$default",
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+class _Context:
+    aws_request_id = "bench"
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 30_000
+
+
+def main() -> None:
+    key, user, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    phases: dict[str, float] = {}
+    mark = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        phases[name] = round(now - mark, 4)
+        mark = now
+
+    from mangum import Mangum
+
+    from handler.app import create_app
+    from handler.composition import build_policy_store
+    from handler.embedder import OnnxEmbedder
+    from handler.index_holder import IndexHolder
+    from handler.index_store import open_store
+    from handler.settings import Settings
+
+    phase("import_s")
+    settings = Settings()
+    embedder = OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
+    phase("model_load_s")
+    holder = IndexHolder(open_store(settings.index_location), settings.index_cache_dir, embedder.fingerprint, 3600)
+    holder.load()
+    phase("index_load_s")
+    app = create_app(settings, index_holder=holder, embedder=embedder, policy_store=build_policy_store(settings))
+    handler = Mangum(app, lifespan="off")
+    phase("app_s")
+    answers = []
+    for query in queries:
+        body = json.dumps({"tasks": [query], "user_id": user, "gateway_id": "default"})
+        answers.append(handler(_event(body, key), _Context())["statusCode"])  # type: ignore[arg-type]
+        if len(answers) == 1:
+            phase("first_query_s")
+            print("first-answer", flush=True)  # the parent timestamps this line: process start -> answer
+    print(
+        json.dumps(
+            {
+                **phases,
+                "cold_start_s": round(time.perf_counter() - STARTED, 4),
+                "statuses": sorted(set(answers)),
+                "queries": len(answers),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+"""The benchmark runner behind `toolrec bench`."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from build_index.bench.catalog import bench_queries, grow_catalog
+from build_index.build import build_index, default_workers
+from build_index.model_prepare import MODEL_ID
+from build_index.publish import publish
+from handler.embedder import OnnxEmbedder
+from handler.index_format import BUILDS, LATEST
+
+CACHE = Path.home() / ".cache" / "toolrec" / "bench"
+KEY = "bench-key-0123456789"
+Figures = dict[str, Any]
+
+
+def percentiles(samples_ms: Sequence[float]) -> Figures:
+    ordered = sorted(samples_ms)
+    return {
+        "p50_ms": round(statistics.median(ordered), 3),
+        "p99_ms": round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 3),
+        "spread_ms": round(ordered[int(0.9 * len(ordered))] - ordered[int(0.1 * len(ordered))], 3),
+    }
+
+
+def timed(call: Callable[[str], object], queries: Sequence[str], warmup: int = 20) -> Figures:
+    for query in queries[:warmup]:
+        call(query)
+    samples = []
+    for query in queries:
+        started = time.perf_counter()
+        call(query)
+        samples.append(1000 * (time.perf_counter() - started))
+    return percentiles(samples)
+
+
+def build_timed(size: int, target: Path, embedder: OnnxEmbedder, model_dir: Path) -> float:
+    tools = grow_catalog(size)
+    started = time.perf_counter()
+    publish(build_index(tools, embedder, MODEL_ID, model_dir=model_dir, workers=default_workers()), str(target))
+    return time.perf_counter() - started
+
+
+def cached_index(size: int, embedder: OnnxEmbedder, model_dir: Path) -> tuple[Path, float | None]:
+    """The size's index, built once per model and code version; the build time when built now."""
+    from handler.ranking import analyzer, text
+
+    version = "".join(Path(m.__file__ or "").read_text() for m in (text, analyzer))
+    root = CACHE / f"n{size}-{embedder.fingerprint[:10]}-{abs(hash(version)) % 10**8}"
+    if (root / LATEST).is_file():
+        return root, None
+    return root, build_timed(size, root, embedder, model_dir)
+
+
+def index_bytes(root: Path) -> int:
+    build = root / BUILDS / (root / LATEST).read_text().strip()
+    return sum(path.stat().st_size for path in build.iterdir())
+
+
+@contextmanager
+def embedded(index_dir: Path) -> Iterator[Any]:
+    """The app `toolrec serve` runs (same composition root), over a benchmark index and a demo policy."""
+    from build_index.serve import embedded_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        app, _ = embedded_app(Path(tmp), KEY, index=str(index_dir), policy=Path(tmp) / "policy.json")
+        yield app
+
+
+def in_process(app: Any, queries: Sequence[str]) -> Figures:
+    from build_index.serve import DEMO_USER
+    from handler.policy.model import Principal
+
+    finder = app.state.services.finder
+    principal = Principal(key_id="bench")
+    return {
+        "select": timed(lambda q: finder.select(principal, DEMO_USER, [q], None, "default", 5), queries),
+        "bm25": timed(lambda q: finder.search(principal, DEMO_USER, q, "default", 5), queries),
+    }
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def served(app: Any) -> Iterator[str]:
+    """uvicorn on 127.0.0.1 in a thread, stopped on exit."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def over_http(app: Any, queries: Sequence[str]) -> Figures:
+    import httpx
+
+    from build_index.serve import DEMO_USER
+
+    headers = {"authorization": f"Bearer {KEY}"}
+    with served(app) as url, httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+
+        def select(query: str) -> None:
+            body = {"tasks": [query], "user_id": DEMO_USER, "gateway_id": "default"}
+            client.post("/v1/tools/select", json=body).raise_for_status()
+
+        def search(query: str) -> None:
+            body = {"query": query, "user_id": DEMO_USER, "gateway_id": "default", "top_k": 5}
+            client.post("/v1/tools/search", json=body).raise_for_status()
+
+        return {"select": timed(select, queries), "bm25": timed(search, queries)}
+
+
+def cold_start(env: dict[str, str], queries: Sequence[str]) -> Figures:
+    """Start a fresh interpreter with a deployment's environment; time it to the first answered select."""
+    from build_index.serve import DEMO_USER
+
+    command = [sys.executable, "-m", "build_index.bench.coldstart", KEY, DEMO_USER, json.dumps(list(queries))]
+    started = time.perf_counter()
+    with subprocess.Popen(command, env={**os.environ, **env}, stdout=subprocess.PIPE, text=True) as process:  # noqa: S603
+        assert process.stdout is not None
+        first_line = process.stdout.readline()
+        wall = time.perf_counter() - started
+        rest = process.stdout.read()
+    if first_line.strip() != "first-answer" or process.returncode != 0:
+        raise RuntimeError(f"cold start run failed: {first_line}{rest}")
+    figures: Figures = json.loads(rest)
+    return {**figures, "process_start_to_first_answer_s": round(wall, 3)}
+
+
+@contextmanager
+def moto_s3(index_dir: Path) -> Iterator[dict[str, str]]:
+    """moto_server on 127.0.0.1 holding a copy of the index; yields the environment pointing at it."""
+    import boto3
+
+    port = free_port()
+    moto = Path(sys.executable).parent / "moto_server"
+    env = {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+    }
+    with subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], stderr=subprocess.DEVNULL) as server:  # noqa: S603
+        try:
+            client = boto3.client(
+                "s3",
+                endpoint_url=env["AWS_ENDPOINT_URL"],
+                region_name="us-east-1",
+                aws_access_key_id="bench",
+                aws_secret_access_key="bench",  # noqa: S106 - moto accepts any credentials
+            )
+            _wait_for(client.list_buckets)
+            client.create_bucket(Bucket="bench")
+            for path in sorted(index_dir.rglob("*")):
+                if path.is_file():
+                    client.upload_file(str(path), "bench", f"index/{path.relative_to(index_dir)}")
+            yield {**env, "TOOLREC_INDEX_LOCATION": "s3://bench/index"}
+        finally:
+            server.terminate()
+
+
+def _wait_for(probe: Callable[[], object], timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            probe()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def deployment_env(index_location: str, workdir: Path) -> dict[str, str]:
+    from build_index.serve import ensure_policy
+
+    policy = workdir / "policy.json"
+    ensure_policy(policy, KEY)
+    cache = tempfile.mkdtemp(dir=workdir)  # empty: an S3 cold start downloads the build
+    return {
+        "TOOLREC_INDEX_LOCATION": index_location,
+        "TOOLREC_POLICY_BACKEND": "file",
+        "TOOLREC_POLICY_FILE": str(policy),
+        "TOOLREC_INDEX_CACHE_DIR": cache,
+        "TOOLREC_INTRA_OP_THREADS": "1",
+        "TOOLREC_LOG_LEVEL": "WARNING",
+    }
+
+
+def run(sizes: Sequence[int], query_count: int, time_build: bool = True) -> Figures:
+    from handler.model_files import default_model_dir
+
+    model_dir = default_model_dir()
+    embedder = OnnxEmbedder(model_dir, threads=1)
+    queries = bench_queries(query_count)
+    figures: Figures = {"machine": machine(), "queries": len(queries), "intra_op_threads": 1, "sizes": {}}
+    for size in sizes:
+        index_dir, built_s = cached_index(size, embedder, model_dir)
+        row: Figures = {"index_mb": round(index_bytes(index_dir) / 2**20, 2)}
+        with embedded(index_dir) as app:
+            row["in_process"] = in_process(app, queries)
+            row["http"] = over_http(app, queries)
+        with tempfile.TemporaryDirectory() as tmp:
+            row["cold_start_local"] = cold_start(deployment_env(str(index_dir), Path(tmp)), queries[:200])
+            if size == 10_000:
+                with moto_s3(index_dir) as s3_env:
+                    env = {**deployment_env(s3_env["TOOLREC_INDEX_LOCATION"], Path(tmp)), **s3_env}
+                    row["cold_start_s3"] = cold_start(env, queries[:200])
+        if built_s is not None:
+            row["build_s_first_run"] = round(built_s, 2)
+        figures["sizes"][str(size)] = row
+    if time_build:
+        with tempfile.TemporaryDirectory() as tmp:
+            figures["build_s_10k"] = round(build_timed(10_000, Path(tmp), embedder, model_dir), 2)
+    figures.update(headline(figures))
+    return figures
+
+
+def machine() -> str:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown CPU",
+    )
+    return f"{cpu}, {len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}"
+
+
+def headline(figures: Figures) -> Figures:
+    """The flat keys issue #7 names, taken from the per-size rows."""
+    sizes = figures["sizes"]
+    out: Figures = {}
+    for size, suffix in (("1000", "1k"), ("10000", "10k"), ("100000", "100k")):
+        row = sizes.get(size)
+        if row is None:
+            continue
+        out[f"select_p50_ms_{suffix}"] = row["in_process"]["select"]["p50_ms"]
+        out[f"bm25_p50_ms_{suffix}"] = row["in_process"]["bm25"]["p50_ms"]
+        out[f"select_http_p50_ms_{suffix}"] = row["http"]["select"]["p50_ms"]
+        out[f"bm25_http_p50_ms_{suffix}"] = row["http"]["bm25"]["p50_ms"]
+        out[f"rss_mb_{suffix}"] = row["cold_start_local"]["peak_rss_mb"]
+        out[f"index_mb_{suffix}"] = row["index_mb"]
+    if "10000" in sizes:
+        out["search_p50_ms_10k"] = sizes["10000"]["in_process"]["bm25"]["p50_ms"]
+        out["cold_start_s_10k"] = sizes["10000"]["cold_start_local"]["process_start_to_first_answer_s"]
+        if "cold_start_s3" in sizes["10000"]:
+            out["cold_start_s3_s_10k"] = sizes["10000"]["cold_start_s3"]["process_start_to_first_answer_s"]
+    return out
+
+
+def format_report(figures: Figures) -> str:
+    lines = [
+        f"machine: {figures['machine']}; {figures['queries']} queries; 1 intra-op thread",
+        "| tools | select p50 / p99 (ms) | BM25-only p50 | HTTP select p50 / p99 | HTTP search p50 "
+        "| cold start (s) | peak RSS (MB) | index (MB) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size, row in figures["sizes"].items():
+        sel, bm, http = row["in_process"]["select"], row["in_process"]["bm25"], row["http"]
+        cold = row["cold_start_local"]
+        lines.append(
+            f"| {int(size):,} | {sel['p50_ms']} / {sel['p99_ms']} | {bm['p50_ms']} | {http['select']['p50_ms']} / "
+            f"{http['select']['p99_ms']} | {http['bm25']['p50_ms']} | {cold['process_start_to_first_answer_s']} "
+            f"| {cold['peak_rss_mb']} | {row['index_mb']} |"
+        )
+    for size, row in figures["sizes"].items():
+        for source in ("cold_start_local", "cold_start_s3"):
+            if source in row:
+                c = row[source]
+                lines.append(
+                    f"{source} @ {int(size):,}: import {c['import_s']} s, model {c['model_load_s']} s, "
+                    f"index {c['index_load_s']} s, app {c['app_s']} s, first query {c['first_query_s']} s, "
+                    f"total {c['process_start_to_first_answer_s']} s"
+                )
+    if "build_s_10k" in figures:
+        lines.append(f"build of 10,000 tools: {figures['build_s_10k']} s")
+    return "\n".join(lines)
