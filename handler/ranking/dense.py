@@ -28,7 +28,9 @@ class QuantizedVectors:
 def quantize(vectors: FloatArray) -> QuantizedVectors:
     vectors = np.asarray(vectors, dtype=np.float32)
     peak = np.abs(vectors).max(axis=1) if vectors.size else np.zeros(len(vectors), dtype=np.float32)
-    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    step = (peak / 127.0).astype(np.float32)
+    # A row of only subnormal values has a step that underflows to 0: give it scale 1 (all zeros, error < 1e-38).
+    scales = np.where(step > 0, step, 1.0).astype(np.float32)
     values = np.clip(np.rint(vectors / scales[:, None]), -127, 127).astype(np.int8)
     return QuantizedVectors(values, scales)
 
