@@ -104,6 +104,22 @@ class DynamoPolicyStore:
         item = self._get(self.tables.query_log, {"query_id": query_id})
         return None if item is None else _from_item(QueryRecord, item)
 
+    def queries(self, now: float) -> Iterator[QueryRecord]:
+        """Every unexpired query-log record: a full scan, for ``toolrec stats``, never the request path."""
+        request: dict[str, Any] = {"TableName": self.tables.query_log}
+        try:
+            while True:
+                response = self._client.scan(**request)
+                for item in response.get("Items", []):
+                    record = _from_item(QueryRecord, item)
+                    if record.expires_at > now:  # TTL deletion lags expiry by up to days
+                        yield record
+                if "LastEvaluatedKey" not in response:
+                    return
+                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        except (BotoCoreError, ClientError) as exc:
+            raise PolicyUnavailableError(f"cannot scan {self.tables.query_log}: {exc}") from exc
+
     def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
         entry = _serializer.serialize([execution.model_dump(mode="json")])
         try:

@@ -127,6 +127,11 @@ class FilePolicyStore:
             return None
         return record
 
+    def queries(self, now: float) -> list[QueryRecord]:
+        """The unexpired records this process logged (``toolrec stats`` reads DynamoDB's; this is the same view)."""
+        with self._lock:
+            return [r for r in self._queries.values() if r.expires_at > now]
+
     def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
         with self._lock:
             record = self._queries.get(query_id)

@@ -106,7 +106,7 @@ class QueryRecord(BaseModel):
 
     query_id: str
     user_id: str
-    gateway_id: str | None
+    gateway_id: str | None = None  # optional: DynamoDB items omit None attributes
     tasks: tuple[str, ...]
     recommended: tuple[tuple[str, ...], ...] = Field(description="tool names per task, in task order")
     created_at: datetime

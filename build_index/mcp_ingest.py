@@ -1,0 +1,112 @@
+"""``toolrec build --from-mcp URL``: turn an upstream MCP server's ``tools/list`` into catalog entries.
+
+Each tool becomes ``App.ToolName`` (App from ``--mcp-app`` or the server's name), keeps its description and input
+schema, and gets an ``mcp`` executor pointing at that server with the tool's original name, so toolrec's execute
+path calls exactly the tool that was listed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from handler.catalog import Executor, Tool
+from handler.errors import CatalogError
+
+MAX_PAGES = 100  # a server that pages forever must not hang the build
+_NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def app_name(raw: str) -> str:
+    """``my-weather server`` → ``MyWeatherServer``: an App part that APP_TOOL_NAME accepts."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", raw) if w]
+    name = "".join(w[:1].upper() + w[1:] for w in words)
+    return name if name[:1].isalpha() else f"Mcp{name}"
+
+
+def tool_part(raw: str) -> str:
+    """``get-forecast.v2`` → ``get_forecast_v2``: letters, digits and ``_``, starting with a letter."""
+    name = _NOT_NAME_CHAR.sub("_", raw).strip("_")
+    return name if name[:1].isalpha() else f"T{name}"
+
+
+async def list_upstream(url: str, timeout_s: float) -> tuple[str, list[types.Tool]]:
+    """The server's name and every tool it lists (all pages)."""
+    http = httpx2.AsyncClient(timeout=timeout_s)
+    tools: list[types.Tool] = []
+    async with http, Client(streamable_http_client(url, http_client=http), cache=None) as client:
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        server = client.server_info.name if client.server_info is not None else ""
+    return server, tools
+
+
+def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app: str | None) -> list[Tool]:
+    app_id = app_name(app or server_name or "Mcp")
+    entries, problems = [], []
+    for tool in tools:
+        description = (tool.description or tool.title or "").strip()
+        try:
+            entries.append(
+                Tool(
+                    name=f"{app_id}.{tool_part(tool.name)}",
+                    description=description,
+                    input_schema=tool.input_schema,
+                    app=app_id,
+                    executor=Executor(kind="mcp", target=url, tool=tool.name),
+                )
+            )
+        except ValidationError as exc:
+            problems.append(f"{tool.name!r}: {exc.errors()[0]['msg']}")
+    if problems:
+        raise CatalogError(f"tools of {url} that cannot enter the catalog: " + "; ".join(problems))
+    return entries
+
+
+def ingest(url: str, app: str | None = None, timeout_s: float = 30.0) -> list[Tool]:
+    try:
+        server_name, tools = anyio.run(list_upstream, url, timeout_s)
+    except (MCPError, httpx2.HTTPError, OSError) as exc:
+        raise CatalogError(f"cannot list the tools of MCP server {url}: {exc}") from exc
+    except ExceptionGroup as group:  # the SDK's transport task group wraps connection errors
+        raise CatalogError(f"cannot list the tools of MCP server {url}: {group.exceptions[0]}") from group
+    return catalog_entries(url, server_name, tools, app)
+
+
+def write_catalog(path: Path, tools: Sequence[Tool]) -> None:
+    """The ingested tools as catalog JSONL, so they can be reviewed, linted and rebuilt without the server."""
+    lines = (json.dumps(t.model_dump(mode="json", exclude_none=True), ensure_ascii=False) for t in tools)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def tools_from_mcp(urls: Sequence[str], app: str | None, catalog_out: Path | None) -> list[Tool]:
+    if app is not None and len(urls) > 1:
+        raise CatalogError("--mcp-app names one server's tools: give one --from-mcp with it")
+    tools = [tool for url in urls for tool in ingest(url, app)]
+    if catalog_out is not None:
+        write_catalog(catalog_out, tools)
+    return tools
+
+
+def merge(catalog: Sequence[Tool], ingested: Sequence[Tool]) -> list[Tool]:
+    """Catalog rows and ingested tools together; a name in both is an error, not a silent override."""
+    seen = {t.name.casefold() for t in catalog}
+    clashes = sorted(t.name for t in ingested if t.name.casefold() in seen)
+    if clashes:
+        raise CatalogError(f"tools both in a catalog and from --from-mcp: {', '.join(clashes)}")
+    return [*catalog, *ingested]

@@ -1,0 +1,75 @@
+"""``toolrec build --from-mcp URL``: an upstream MCP server's tools/list becomes catalog rows and an index whose
+tools execute on that server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from build_index import cli
+from build_index.mcp_ingest import app_name, tool_part
+from handler.embedder import Embedder
+from handler.execute.base import Dispatcher, ToolCall
+from handler.execute.mcp_executor import McpExecutor
+from handler.index_store import LocalIndexStore, load_latest
+from tests.support.servers import free_port, serve
+from tests.support.workers import upstream_mcp_app
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    with serve(upstream_mcp_app()) as url:
+        yield url + "/mcp"
+
+
+def test_build_from_mcp_indexes_the_servers_tools_and_runs_them(
+    upstream: str, tmp_path: Path, embedder: Embedder
+) -> None:
+    catalog_out, index_dir = tmp_path / "upstream.jsonl", tmp_path / "index"
+    argv = ["build", "--from-mcp", upstream, "--mcp-app", "Upstream"]
+    assert cli.main([*argv, "--catalog-out", str(catalog_out), "--out", str(index_dir), "--quiet"]) == 0
+
+    rows = [json.loads(line) for line in catalog_out.read_text().splitlines()]
+    assert {r["name"] for r in rows} == {"Upstream.add", "Upstream.shout", "Upstream.explode", "Upstream.dawdle"}
+    add = next(r for r in rows if r["name"] == "Upstream.add")
+    assert add["description"] == "Add two integers and return their sum."
+    assert add["input_schema"]["required"] == ["a", "b"]
+    assert add["executor"] == {"kind": "mcp", "target": upstream, "tool": "add", "timeout_s": 30.0}
+
+    loaded = load_latest(LocalIndexStore(index_dir), tmp_path / "cache", embedder.fingerprint)
+    tools = {t.name: t for t in loaded.tools}
+    assert set(tools) == {r["name"] for r in rows}
+
+    async def call() -> object:
+        dispatcher = Dispatcher({"mcp": McpExecutor()})
+        return await dispatcher.run(ToolCall(tools["Upstream.add"], {"a": 7, "b": 35}, "user"))
+
+    assert anyio.run(call) == {"sum": 42}
+
+
+def test_build_from_a_server_that_is_down_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    assert cli.main(["build", "--from-mcp", url, "--out", str(tmp_path / "index"), "--quiet"]) == 2
+    assert f"cannot list the tools of MCP server {url}" in capsys.readouterr().err
+    assert not (tmp_path / "index").exists()
+
+
+def test_build_needs_a_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["build", "--out", str(tmp_path / "index"), "--quiet"]) == 2
+    assert "--catalog and/or --from-mcp" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("raw", "app"), [("weather server", "WeatherServer"), ("my-mcp_v2", "MyMcpV2"), ("42 tools", "Mcp42Tools")]
+)
+def test_app_names(raw: str, app: str) -> None:
+    assert app_name(raw) == app
+
+
+@pytest.mark.parametrize(("raw", "part"), [("get-forecast.v2", "get_forecast_v2"), ("1st", "T1st"), ("ok", "ok")])
+def test_tool_parts(raw: str, part: str) -> None:
+    assert tool_part(raw) == part
