@@ -8,7 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 APP_TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*\.[A-Za-z][A-Za-z0-9_]*$")
-_VERSION_SUFFIX = re.compile(r"(?i)(?:[@_\-.]v?\d+(?:\.\d+)+|@v?\d+)$")
+# "Tool@1.2.0", "Tool_v2", "Tool-1.2", "ToolV2" are versioned; "Ipv4", "Base64", "S3" are not.
+_VERSION_SUFFIX = re.compile(r"(?:(?i:@v?\d+(?:\.\d+)*|[_\-.]v\d+(?:\.\d+)*|[_\-]\d+\.\d+(?:\.\d+)*)|(?<=[a-z])V\d+)$")
 
 
 class Executor(BaseModel):
@@ -32,7 +33,10 @@ class Requirements(BaseModel):
 
 
 class Tool(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A catalog entry. Fields beyond these (ids, labels, long descriptions) are allowed and not kept:
+    a catalog carries "at least" them (PRODUCT.md §1); executor and requirements stay strict."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     name: str = Field(min_length=1, max_length=256)
     description: str
