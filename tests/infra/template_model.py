@@ -17,11 +17,12 @@ PARAMS = {
     "McpNamespace": "Toolrec",
     "ExecutorFunctionPrefix": "toolrec-tool-",
     "EnableTracing": "false",
+    "LocalEndpointUrl": "",
     "AWS::Partition": "aws",
     "AWS::Region": "us-east-1",
     "AWS::AccountId": "123456789012",
 }
-CONDITIONS = {"CreateIndexBucket": True, "TracingEnabled": False}
+CONDITIONS = {"CreateIndexBucket": True, "TracingEnabled": False, "UseLocalEndpoint": False}
 NO_VALUE = object()
 
 

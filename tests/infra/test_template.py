@@ -7,6 +7,8 @@ moto (or a real client) and records every operation and the resource it names.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,13 +20,14 @@ from moto import mock_aws
 from handler.policy.dynamodb_schema import table_definitions
 from handler.policy.dynamodb_store import TableNames
 from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX, Settings
+from infra.package import PYTHON_VERSION
 from tests.infra.aws_calls import (
     dynamodb_calls_of_policy_store,
     lambda_calls_of_executor,
     s3_calls_of_index_load,
 )
-from tests.infra.conftest import REGION, TEMPLATE, sam_env
-from tests.infra.template_model import PARAMS, environment, function, grants, resolve, resources_of_type
+from tests.infra.conftest import REGION, REPO_ROOT, TEMPLATE, sam_env
+from tests.infra.template_model import NO_VALUE, PARAMS, environment, function, grants, resolve, resources_of_type
 
 # Settings the Lambda must not get from its environment, and why.
 LOCAL_ONLY = {
@@ -74,10 +77,11 @@ def test_function_environment_sets_every_setting(translated: dict[str, Any]) -> 
 def test_function_environment_is_a_valid_configuration(
     translated: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in [n for n in __import__("os").environ if n.startswith(ENV_PREFIX)]:
+    for name in [n for n in os.environ if n.startswith(ENV_PREFIX) or n == "AWS_ENDPOINT_URL"]:
         monkeypatch.delenv(name)
     for name, value in environment(translated).items():
-        monkeypatch.setenv(name, str(resolve(value)))
+        if (resolved := resolve(value)) is not NO_VALUE:
+            monkeypatch.setenv(name, str(resolved))
     settings = Settings()
     assert settings.policy_backend == "dynamodb"
     assert settings.index_location == "s3://IndexBucket/index"
@@ -88,7 +92,7 @@ def test_function_environment_is_a_valid_configuration(
 def test_function_shape(translated: dict[str, Any]) -> None:
     props = function(translated)["Properties"]
     assert props["Handler"] == "handler.lambda_entry.handler"
-    assert props["Runtime"] == "python3.11"
+    assert props["Runtime"] == f"python{PYTHON_VERSION}"  # the wheels infra/package.py installs
     assert props["Architectures"] == ["x86_64"]  # infra/package.py builds wheels for this platform
     assert props["MemorySize"] == 1769
 
@@ -167,3 +171,10 @@ def test_recording_sees_real_calls() -> None:
         client.meta.events.register("before-parameter-build.dynamodb", lambda model, **_: seen.append(model.name))
         client.list_tables()
     assert seen == ["ListTables"]
+
+
+def test_sam_local_env_file_sets_exactly_the_declared_variables(translated: dict[str, Any]) -> None:
+    """`sam local` applies only variables the template declares, so the env file must match them one to one."""
+    env_file = json.loads((REPO_ROOT / "events" / "env.json").read_text())
+    assert set(env_file) == set(resources_of_type(translated, "AWS::Lambda::Function"))
+    assert set(env_file["Function"]) == set(environment(translated))

@@ -1,0 +1,130 @@
+"""Build the Lambda code directory that template.yaml's ``CodeUri`` names (``build/lambda``).
+
+It holds ``handler/`` (the only code the function imports), the runtime wheels for the Lambda platform, installed
+exactly as pinned in ``infra/lambda-requirements.txt`` with ``--no-deps``, and the prepared model directory
+(``model/``, ``TOOLREC_MODEL_DIR=/var/task/model``). No torch, no build or test dependencies, no bytecode caches.
+
+Platform: the python3.12 runtime on x86_64. Not python3.11: that runtime runs on Amazon Linux 2 (glibc 2.26), and
+onnxruntime 1.32 (pinned for the model's sha256) publishes only ``manylinux_2_28`` wheels for Linux, which need
+glibc >= 2.28; python3.12 runs on Amazon Linux 2023 (glibc 2.34).
+
+    python -m infra.package --out build/lambda     # build (what `make package` runs)
+    python -m infra.package --lock                 # re-resolve infra/lambda-requirements.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from handler.model_files import default_model_dir, read_spec
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LOCK_FILE = REPO_ROOT / "infra" / "lambda-requirements.txt"
+PYTHON_VERSION = "3.12"
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux2014_x86_64")
+# Pulled in by a dependency but never imported on the request path; leaving them out keeps the unzipped package
+# under Lambda's 250 MB. uvicorn: the local server only. huggingface-hub and its own dependencies: tokenizers
+# needs it only for from_pretrained (downloads), and the service loads tokenizer.json from the model directory.
+EXCLUDED = frozenset(
+    {"uvicorn", "huggingface-hub", "hf-xet", "fsspec", "filelock", "tqdm", "pyyaml", "typer", "shellingham"}
+)
+# Inside installed packages: tests and offline tooling the service never imports.
+PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools")
+MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
+
+
+def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[Requirement]:
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    requirements = [Requirement(text) for text in dependencies]
+    return [r for r in requirements if canonicalize_name(r.name) not in EXCLUDED]
+
+
+def _pip_platform_args() -> list[str]:
+    args = ["--only-binary=:all:", "--python-version", PYTHON_VERSION, "--implementation", "cp"]
+    for platform in PLATFORMS:
+        args += ["--platform", platform]
+    return args
+
+
+def _pip(*args: str) -> None:
+    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args]
+    subprocess.run(command, check=True)  # noqa: S603 (our own interpreter's pip, arguments built here)
+
+
+def lock(out: Path = LOCK_FILE) -> list[str]:
+    """Resolve the runtime dependencies for the Lambda platform and write them pinned, minus EXCLUDED."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        requirements = [str(r) for r in runtime_requirements()]
+        _pip("install", "--dry-run", "--ignore-installed", "--target", tmp, "--report", str(report),
+             *_pip_platform_args(), *requirements)  # fmt: skip
+        resolved = json.loads(report.read_text())["install"]
+    pins = sorted(
+        f"{item['metadata']['name']}=={item['metadata']['version']}"
+        for item in resolved
+        if canonicalize_name(item["metadata"]["name"]) not in EXCLUDED
+    )
+    header = (
+        f"# Lambda runtime wheels (python{PYTHON_VERSION}, {', '.join(PLATFORMS)}), installed with --no-deps.\n"
+        "# Regenerate: python -m infra.package --lock\n"
+    )
+    out.write_text(header + "\n".join(pins) + "\n")
+    return pins
+
+
+def locked(lock_file: Path = LOCK_FILE) -> list[str]:
+    lines = (line.strip() for line in lock_file.read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def build(out: Path, model_dir: Path | None = None) -> Path:
+    """Rebuild ``out`` from scratch: the same inputs give the same files."""
+    model_dir = model_dir or default_model_dir()
+    spec = read_spec(model_dir)  # refuses a missing or altered model before anything is built
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    _pip("install", "--no-deps", "--no-compile", "--target", str(out), *_pip_platform_args(), *locked())
+    for pattern in PRUNED:
+        for path in out.glob(pattern):
+            shutil.rmtree(path)
+    shutil.rmtree(out / "bin", ignore_errors=True)  # console scripts, useless in Lambda
+    shutil.copytree(REPO_ROOT / "handler", out / "handler", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (out / "model").mkdir()
+    for name in ["model_spec.json", *spec.files]:
+        shutil.copy2(model_dir / name, out / "model" / name)
+    return out
+
+
+def unzipped_size(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.package", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "lambda")
+    parser.add_argument("--model-dir", type=Path, default=None)
+    parser.add_argument("--lock", action="store_true", help="re-resolve infra/lambda-requirements.txt and stop")
+    args = parser.parse_args(argv)
+    if args.lock:
+        print(f"{len(lock())} pins written to {LOCK_FILE}")
+        return 0
+    out = build(args.out, args.model_dir)
+    size = unzipped_size(out)
+    print(f"{out}: {size / 2**20:.1f} MB unzipped (limit {MAX_UNZIPPED_BYTES / 2**20:.0f} MB)")
+    return 0 if size < MAX_UNZIPPED_BYTES else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
