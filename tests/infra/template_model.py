@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# The parameter values the checks evaluate the template with: the stack creates its own bucket (the default).
+# The parameter values the checks evaluate the template with: the stack creates the bucket (the default).
 PARAMS = {
     "TenantName": "acme",
     "Stage": "prod",
-    "IndexBucketName": "",
+    "IndexBucketName": "toolrec-acme-index",
+    "CreateIndexBucket": "true",
     "IndexPrefix": "index",
     "IndexRefreshSeconds": "60",
     "LogLevel": "INFO",
@@ -22,7 +23,7 @@ PARAMS = {
     "AWS::Region": "us-east-1",
     "AWS::AccountId": "123456789012",
 }
-CONDITIONS = {"CreateIndexBucket": True, "TracingEnabled": False, "UseLocalEndpoint": False}
+CONDITIONS = {"OwnsIndexBucket": True, "TracingEnabled": False, "UseLocalEndpoint": False}
 NO_VALUE = object()
 
 

@@ -84,7 +84,7 @@ def test_function_environment_is_a_valid_configuration(
             monkeypatch.setenv(name, str(resolved))
     settings = Settings()
     assert settings.policy_backend == "dynamodb"
-    assert settings.index_location == "s3://IndexBucket/index"
+    assert settings.index_location == f"s3://{PARAMS['IndexBucketName']}/{PARAMS['IndexPrefix']}"
     assert str(settings.model_dir) == "/var/task/model"  # where infra/package.py puts the model
     assert settings.api_key is None
 
@@ -148,7 +148,7 @@ def test_tables_grant_exactly_the_calls_the_policy_store_makes(translated: dict[
 
 
 def test_index_read_is_limited_to_the_prefix(translated: dict[str, Any], tmp_path: Path) -> None:
-    bucket, prefix = "IndexBucket", PARAMS["IndexPrefix"]
+    bucket, prefix = PARAMS["IndexBucketName"], PARAMS["IndexPrefix"]
     calls = s3_calls_of_index_load(bucket, prefix, tmp_path)
     assert {action for action, _ in calls} == {"s3:GetObject"}
     s3_grants = {r: a for r, a in grants(translated).items() if any(x.startswith("s3:") for x in a)}
