@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,15 @@ from mangum import Mangum
 from handler.composition import build_app
 from handler.embedder import OnnxEmbedder
 from handler.services.container import Services
-from tests.support.serving import apigw_event, demo_tools, file_settings, invoke, publish_tools, write_test_policy
+from tests.support.serving import (
+    apigw_event,
+    demo_tools,
+    file_settings,
+    invoke,
+    lambda_thread_loop,
+    publish_tools,
+    write_test_policy,
+)
 
 
 @pytest.fixture(scope="session")
@@ -40,13 +48,14 @@ class Function:
 
 
 @pytest.fixture
-def make_function(tmp_path: Path, embedder: OnnxEmbedder) -> Callable[..., Function]:
+def make_function(tmp_path: Path, embedder: OnnxEmbedder) -> Iterator[Callable[..., Function]]:
     def make(index_location: str, **settings: Any) -> Function:
         policy_file = write_test_policy(tmp_path / "policy.json")
         app = build_app(file_settings(index_location, policy_file, tmp_path / "cache", **settings), embedder=embedder)
         return Function(app, Mangum(app, lifespan="off"), policy_file)
 
-    return make
+    with lambda_thread_loop():
+        yield make
 
 
 @pytest.fixture

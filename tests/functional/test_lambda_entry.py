@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from pydantic import ValidationError
 
-from tests.support.serving import apigw_event, invoke, write_test_policy
+from tests.support.serving import apigw_event, invoke, lambda_thread_loop, write_test_policy
+
+
+@pytest.fixture(autouse=True)
+def _loop() -> Iterator[None]:
+    with lambda_thread_loop():
+        yield
 
 
 def cold_start(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> ModuleType:

@@ -19,7 +19,7 @@ from handler.composition import build_app
 from handler.embedder import OnnxEmbedder
 from handler.policy.keys import hash_key
 from handler.settings import Settings
-from tests.support.serving import API_KEY, apigw_event, demo_tools, invoke, publish_tools
+from tests.support.serving import API_KEY, apigw_event, demo_tools, invoke, lambda_thread_loop, publish_tools
 
 BUCKET, PREFIX = "toolrec-index", "tenant-a"
 TABLES = {
@@ -56,7 +56,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     for name, value in TABLES.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
+    with mock_aws(), lambda_thread_loop():
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)
         write_policy_with_cli()

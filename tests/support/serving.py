@@ -3,9 +3,12 @@ API Gateway HTTP API (payload format 2.0) events as the Lambda function receives
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -150,3 +153,19 @@ def invoke(handler: Any, event: dict[str, Any]) -> tuple[int, dict[str, str], An
     if response.get("isBase64Encoded"):
         body = base64.b64decode(body).decode()
     return response["statusCode"], response.get("headers", {}), json.loads(body) if body else None
+
+
+@contextmanager
+def lambda_thread_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """The event loop a Mangum handler built in this block runs on, closed at the end.
+
+    Mangum adopts the thread's current loop when it is constructed (creating one if there is none); a loop
+    left behind is dropped unclosed by the next ``asyncio.run`` in the thread, which leaks its sockets.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
