@@ -1,0 +1,137 @@
+"""Deploy one tenant's stack: package, build the index, deploy, publish the index, smoke test. One command:
+
+    python -m infra.deploy --tenant acme             # run it (CI, with AWS credentials)
+    python -m infra.deploy --tenant acme --dry-run   # print the exact commands, touch nothing
+    python -m infra.deploy --tenant acme --api-url   # print the deployed stack's ApiUrl (for the drift check)
+
+Order, and why: the index is built first, so a bad catalog fails the deploy before AWS is touched; the stack is
+deployed before the index is published because it may own the index bucket; the smoke test waits until healthz
+serves the build just published (warm instances pick up LATEST on their refresh interval).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from infra.tenant import REPO_ROOT, Tenant, load_tenant, tenant_names
+
+PYTHON = ".venv/bin/python"
+TOOLREC = ".venv/bin/toolrec"
+SAM = ".venv-sam/bin/sam"
+API_URL = "{ApiUrl}"  # filled from the stack's outputs once they exist
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    argv: tuple[str, ...]
+
+    def line(self) -> str:
+        return shlex.join(self.argv)
+
+
+def index_dir(tenant: Tenant) -> str:
+    return f"build/index/{tenant.name}"
+
+
+def parameter_overrides(tenant: Tenant) -> list[str]:
+    values = {
+        "TenantName": tenant.name,
+        "Stage": tenant.stage,
+        "IndexBucketName": tenant.index_bucket,
+        "CreateIndexBucket": str(tenant.create_index_bucket).lower(),
+        "IndexPrefix": tenant.index_prefix,
+        "LogLevel": tenant.log_level,
+        "ExecutorFunctionPrefix": tenant.executor_function_prefix,
+        "EnableTracing": str(tenant.enable_tracing).lower(),
+    }
+    return [f"{name}={value}" for name, value in values.items()]
+
+
+def outputs_step(tenant: Tenant) -> Step:
+    region = ("--region", tenant.region)
+    return Step("read stack outputs", (SAM, "list", "stack-outputs", "--stack-name", tenant.stack_name, *region,
+                                       "--output", "json"))  # fmt: skip
+
+
+def plan(tenant: Tenant) -> list[Step]:
+    catalogs = [arg for path in tenant.catalogs for arg in ("--catalog", str(path))]
+    deploy = (
+        SAM, "deploy", "--template-file", "template.yaml", "--stack-name", tenant.stack_name,
+        "--region", tenant.region, "--capabilities", "CAPABILITY_IAM", "--resolve-s3",
+        "--no-confirm-changeset", "--no-fail-on-empty-changeset",
+        "--parameter-overrides", *parameter_overrides(tenant),
+        "--tags", f"toolrec:tenant={tenant.name}", f"toolrec:stage={tenant.stage}",
+    )  # fmt: skip
+    smoke = (PYTHON, "-m", "infra.smoke", "--url", API_URL, "--tenant", tenant.name,
+             "--expect-build-from", index_dir(tenant))  # fmt: skip
+    return [
+        Step("package the function", ("make", "package")),
+        Step("build the index", (TOOLREC, "build", *catalogs, "--out", index_dir(tenant), "--quiet")),
+        Step("deploy the stack", deploy),
+        Step(
+            "publish the index",
+            (PYTHON, "-m", "infra.publish", "--from", index_dir(tenant), "--to", tenant.index_location),
+        ),
+        outputs_step(tenant),
+        Step("smoke test", smoke),
+    ]
+
+
+def _environment(tenant: Tenant) -> dict[str, str]:
+    return {**os.environ, "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": tenant.region}
+
+
+def stack_outputs(tenant: Tenant) -> dict[str, str]:
+    result = subprocess.run(  # noqa: S603 (argv built here from a validated tenant file)
+        outputs_step(tenant).argv, cwd=REPO_ROOT, env=_environment(tenant), capture_output=True, text=True, check=True
+    )
+    return {item["OutputKey"]: item["OutputValue"] for item in json.loads(result.stdout)}
+
+
+def execute(tenant: Tenant, steps: Sequence[Step]) -> None:
+    outputs: dict[str, str] = {}
+    for number, step in enumerate(steps, 1):
+        if step.argv == outputs_step(tenant).argv:
+            outputs = stack_outputs(tenant)
+            print(f"[{number}/{len(steps)}] {step.name}: ApiUrl={outputs.get('ApiUrl')}", flush=True)
+            continue
+        ready = replace(step, argv=tuple(outputs.get("ApiUrl", a) if a == API_URL else a for a in step.argv))
+        print(f"[{number}/{len(steps)}] {ready.name}: {ready.line()}", flush=True)
+        subprocess.run(ready.argv, cwd=REPO_ROOT, env=_environment(tenant), check=True)  # noqa: S603
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.deploy", description=__doc__.splitlines()[0])
+    parser.add_argument("--tenant", required=True, choices=tenant_names())
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    mode.add_argument("--api-url", action="store_true", help="print the deployed stack's ApiUrl and stop")
+    args = parser.parse_args(argv)
+    tenant = load_tenant(args.tenant)
+    if args.api_url:
+        print(stack_outputs(tenant)["ApiUrl"])
+        return 0
+    steps = plan(tenant)
+    if args.dry_run:
+        print(f"# deploy tenant {tenant.name} ({tenant.stage}, {tenant.region}) as stack {tenant.stack_name}")
+        for number, step in enumerate(steps, 1):
+            print(f"# {number}. {step.name}\n{step.line()}")
+        return 0
+    try:
+        execute(tenant, steps)
+    except subprocess.CalledProcessError as exc:
+        print(f"deploy of {tenant.name} failed at: {shlex.join(map(str, exc.cmd))} (exit {exc.returncode})")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
