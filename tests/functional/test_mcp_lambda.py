@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import numpy as np
 import numpy.typing as npt
 import pytest
 from mangum import Mangum
 
 from handler.embedder import Embedder
+from tests.support.aio import run_async
 from tests.support.apigw import LambdaContainer, MangumTransport, v2_event
 from tests.support.gateway_app import (
     GATEWAY_OFF,
@@ -83,7 +83,7 @@ def journey(container: LambdaContainer, gateway: GatewayApp, gateway_id: str, us
         async with mcp_client(f"{URL}/{gateway_id}", gateway.api_key, user, MangumTransport(container)) as client:
             return await flow(client)
 
-    return anyio.run(main)
+    return run_async(main)
 
 
 def test_select_then_use_through_the_handler(container: LambdaContainer, gateway: GatewayApp) -> None:

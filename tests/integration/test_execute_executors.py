@@ -9,7 +9,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -26,6 +25,7 @@ from handler.execute.base import (
 from handler.execute.http_executor import HttpExecutor
 from handler.execute.lambda_executor import NO_RETRY_CONFIG, LambdaExecutor
 from handler.execute.mcp_executor import McpExecutor
+from tests.support.aio import run_async
 from tests.support.servers import free_port, serve
 from tests.support.workers import http_worker_app, upstream_mcp_app
 
@@ -44,7 +44,7 @@ def run(dispatcher: Dispatcher, tool: Tool, arguments: dict[str, Any]) -> Any:
     async def main() -> Any:
         return await dispatcher.run(ToolCall(tool, arguments, "user-1"))
 
-    return anyio.run(main)
+    return run_async(main)
 
 
 @pytest.fixture(scope="module")

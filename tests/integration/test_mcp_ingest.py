@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from build_index import cli
@@ -16,6 +15,7 @@ from handler.embedder import Embedder
 from handler.execute.base import Dispatcher, ToolCall
 from handler.execute.mcp_executor import McpExecutor
 from handler.index_store import LocalIndexStore, load_latest
+from tests.support.aio import in_thread, run_async
 from tests.support.servers import free_port, serve
 from tests.support.workers import upstream_mcp_app
 
@@ -31,7 +31,7 @@ def test_build_from_mcp_indexes_the_servers_tools_and_runs_them(
 ) -> None:
     catalog_out, index_dir = tmp_path / "upstream.jsonl", tmp_path / "index"
     argv = ["build", "--from-mcp", upstream, "--mcp-app", "Upstream"]
-    assert cli.main([*argv, "--catalog-out", str(catalog_out), "--out", str(index_dir), "--quiet"]) == 0
+    assert in_thread(cli.main, [*argv, "--catalog-out", str(catalog_out), "--out", str(index_dir), "--quiet"]) == 0
 
     rows = [json.loads(line) for line in catalog_out.read_text().splitlines()]
     assert {r["name"] for r in rows} == {"Upstream.add", "Upstream.shout", "Upstream.explode", "Upstream.dawdle"}
@@ -48,18 +48,18 @@ def test_build_from_mcp_indexes_the_servers_tools_and_runs_them(
         dispatcher = Dispatcher({"mcp": McpExecutor()})
         return await dispatcher.run(ToolCall(tools["Upstream.add"], {"a": 7, "b": 35}, "user"))
 
-    assert anyio.run(call) == {"sum": 42}
+    assert run_async(call) == {"sum": 42}
 
 
 def test_build_from_a_server_that_is_down_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    assert cli.main(["build", "--from-mcp", url, "--out", str(tmp_path / "index"), "--quiet"]) == 2
+    assert in_thread(cli.main, ["build", "--from-mcp", url, "--out", str(tmp_path / "index"), "--quiet"]) == 2
     assert f"cannot list the tools of MCP server {url}" in capsys.readouterr().err
     assert not (tmp_path / "index").exists()
 
 
 def test_build_needs_a_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["build", "--out", str(tmp_path / "index"), "--quiet"]) == 2
+    assert in_thread(cli.main, ["build", "--out", str(tmp_path / "index"), "--quiet"]) == 2
     assert "--catalog and/or --from-mcp" in capsys.readouterr().err
 
 

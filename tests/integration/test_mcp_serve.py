@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from handler.embedder import Embedder
+from tests.support.aio import run_async
 from tests.support.gateway_app import (
     GATEWAY_ADMIN,
     GATEWAY_AUTO,
@@ -49,7 +49,10 @@ def base_url(prepared: Prepared) -> Iterator[str]:
 
 
 def run(coro: Any) -> Any:
-    return anyio.run(lambda: coro)
+    async def main() -> Any:
+        return await coro
+
+    return run_async(main)
 
 
 async def _with_client(base_url: str, prepared: Prepared, gateway: str, user: str | None, journey: Any) -> Any:
