@@ -110,6 +110,47 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_drift(args: argparse.Namespace) -> int:
+    import os
+
+    import httpx
+
+    from build_index.drift import Endpoint, check, load_golden, read_queries, record, write_golden
+
+    api_key = os.environ.get(args.api_key_env)
+    if not api_key:
+        print(f"toolrec drift: ${args.api_key_env} holds no API key", file=sys.stderr)
+        return 2
+    try:
+        with Endpoint(args.url, api_key) as endpoint:
+            if not args.record:
+                report = check(endpoint, load_golden(args.golden))
+            else:
+                queries = read_queries(args.queries) if args.queries else None
+                tasks = queries or [q.task for q in load_golden(args.golden).queries]
+                golden = record(endpoint, tasks, args.user_id, args.gateway_id)
+                write_golden(args.golden, golden)
+                print(f"recorded {len(golden.queries)} queries from build {golden.recorded_from} to {args.golden}")
+                return 0
+    except httpx.HTTPError as exc:
+        print(f"toolrec drift: {args.url} did not answer: {exc}", file=sys.stderr)
+        return 2
+    print(report.format())
+    return 1 if report.moved else 0
+
+
+def _drift_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    drift = commands.add_parser("drift", help="replay a fixed query set against an endpoint, compare with a golden")
+    drift.add_argument("--url", required=True, help="the stage's base URL (its ApiUrl, or http://127.0.0.1:8000)")
+    drift.add_argument("--golden", type=Path, required=True, help="expected results (JSON, written by --record)")
+    drift.add_argument("--record", action="store_true", help="write the golden file from this (known-good) endpoint")
+    drift.add_argument("--queries", type=Path, default=None, help="with --record: tasks, one a line")
+    drift.add_argument("--user-id", default="drift-check", help="with --record: the user the queries run as")
+    drift.add_argument("--gateway-id", default=None, help="with --record: limit to one gateway's tools")
+    drift.add_argument("--api-key-env", default="TOOLREC_DRIFT_API_KEY", help="variable holding the API key")
+    drift.set_defaults(run=cmd_drift)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -171,6 +212,7 @@ def parser() -> argparse.ArgumentParser:
     stats.add_argument("--region", default=None, help="AWS region (default: the environment's)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(run=cmd_stats)
+    _drift_parser(commands)
     return root
 
 
