@@ -1,0 +1,39 @@
+"""Shared fixtures for the reliability suite: one gateway app (real index, real workers and upstream MCP server on
+loopback, a policy file, an API key) built once per module, and the one error body every failure must use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from handler.embedder import Embedder
+from tests.support.gateway_app import Backends, GatewayApp, gateway_app, prepare_for, running_backends
+
+ERROR_KEYS = {"name", "message", "field_errors"}
+
+
+def assert_error_body(status: int, body: Any) -> None:
+    """Every error (4xx/5xx) is ``{name, message, field_errors?}``: strings, and field errors as field/message."""
+    assert isinstance(body, dict), f"{status}: error body is not an object: {body!r}"
+    assert set(body) <= ERROR_KEYS and {"name", "message"} <= set(body), f"{status}: {body!r}"
+    assert isinstance(body["name"], str) and body["name"], body
+    assert isinstance(body["message"], str), body
+    assert "Traceback" not in body["message"] and 'File "' not in body["message"], body
+    if "field_errors" in body:
+        assert isinstance(body["field_errors"], list), body
+        for problem in body["field_errors"]:
+            assert set(problem) == {"field", "message"}, body
+            assert all(isinstance(problem[k], str) for k in problem), body
+
+
+@pytest.fixture(scope="module")
+def backends() -> Iterator[Backends]:
+    with running_backends() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def gateway(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> GatewayApp:
+    return gateway_app(prepare_for(tmp_path_factory.mktemp("reliability"), embedder, backends), embedder)
