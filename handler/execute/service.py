@@ -116,6 +116,7 @@ class ExecutionService:
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
         outcome = "ok" if failure is None else failure.name
+        _log_execution(execution, checked.tool, outcome, query_id)
         await anyio.to_thread.run_sync(self._record, query_id, checked.tool.name, user_id, outcome)
         return execution
 
@@ -178,3 +179,15 @@ class ExecutionService:
         except PolicyUnavailableError:
             # The call's result matters more than its log entry: report it either way.
             log.warning("recording execution for query %s failed", query_id, exc_info=True)
+
+
+def _log_execution(execution: Execution, tool: Tool, outcome: str, query_id: str | None) -> None:
+    extra = {
+        "execution_id": execution.execution_id,
+        "tool_name": execution.tool_name,
+        "executor": tool.executor.kind if tool.executor else None,
+        "outcome": outcome,
+        "duration_ms": execution.duration_ms,
+        "query_id": query_id,
+    }
+    log.info("tool executed", extra=extra)

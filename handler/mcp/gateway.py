@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
+import numpy as np
 
 from handler.catalog import Tool
 from handler.errors import RequestError, ToolrecError
@@ -78,7 +79,7 @@ class GatewayHost:
 
     def _usable_tools(self) -> list[Tool]:
         mask = self.services.access.allowed_mask(self.index.table, self.user_id, self.gateway)
-        return [tool for tool, ok in zip(self.index.table.tools, mask.tolist(), strict=True) if ok]
+        return [self.index.table.tools[i] for i in np.flatnonzero(mask).tolist()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         meta = meta_tools.meta_tool_of(self.namespace, name)
@@ -94,10 +95,15 @@ class GatewayHost:
 
     def tool_name_of(self, name: str) -> str:
         """The catalog name a client means: ``Slack.SendMessage`` as is, ``Slack_SendMessage`` via the listing."""
-        if name.casefold() in self.index.table.by_name:
+        by_name = self.index.table.by_name
+        if name.casefold() in by_name:
             return name
+        # App names carry no `_` (catalog.APP_TOOL_NAME), so the first `_` of a listed name is the dot.
+        dotted = name.replace("_", ".", 1)
+        if dotted.casefold() in by_name:
+            return dotted
         wanted = name.casefold()
-        for tool in self.index.table.tools:
+        for tool in self.index.table.tools:  # an app outside that convention: the rare, slow path
             if listed_name(tool.name).casefold() == wanted:
                 return tool.name
         return name

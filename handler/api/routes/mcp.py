@@ -4,6 +4,9 @@ The API key authenticates as for REST (``Authorization: Bearer``); the end user 
 header on every request, since a stateless server keeps no session to remember them by. Refusals before the
 exchange (no key, unknown gateway, key limited to another gateway) use the REST error body; everything after is
 JSON-RPC (see handler/mcp/jsonrpc.py for what is written by hand and why).
+
+No Origin check (the spec's DNS-rebinding guard for local servers): every request needs the bearer key, which a
+page on another origin cannot send without a CORS preflight that this app never approves.
 """
 
 from __future__ import annotations
