@@ -120,3 +120,16 @@ def test_healthz_names_the_build(function: Function, demo_index: Path) -> None:
         "tool_count": 96,
         "reason": None,
     }
+
+
+def test_context_helps_the_lexical_side(function: Function) -> None:
+    request = {"tasks": ["send a text message"], "user_id": "u", "top_k": 3}
+    _, _, plain = function.call("POST", "/v1/tools/select", request)
+    _, _, with_context = function.call("POST", "/v1/tools/select", {**request, "context": "we talk on WhatsApp"})
+    assert names(with_context["results"][0]["suggestions"])[0] == "Twilio.SendWhatsAppMessage"
+    assert names(plain["results"][0]["suggestions"])[0] != "Twilio.SendWhatsAppMessage"
+    # A bare tool name is matched exactly, whatever the context says.
+    _, _, exact = function.call(
+        "POST", "/v1/tools/select", {"tasks": ["Stripe.GetBalance"], "context": "slack", "user_id": "u"}
+    )
+    assert names(exact["results"][0]["suggestions"])[0] == "Stripe.GetBalance"
