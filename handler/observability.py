@@ -18,7 +18,6 @@ instrumented (Lambda) invocation, so ``toolrec serve`` prints none.
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import time
@@ -92,11 +91,15 @@ def record_select(latency_ms: float, tasks: int, no_match: int) -> None:
 
 def instrument(handler: Handler) -> Handler:
     """Wrap a Lambda handler ``(event, context)`` with the logger context, cold-start metric, tracing and flush."""
-    traced = tracer.capture_lambda_handler(handler, capture_response=False)
+
+    def call(event: dict[str, Any], context: Any) -> Any:  # a plain function: Mangum instances have no __name__
+        return handler(event, context)
+
+    traced = tracer.capture_lambda_handler(call, capture_response=False)
 
     def invocation(event: dict[str, Any], context: Any) -> Any:
         started = time.perf_counter()
-        bind(route=event.get("routeKey") if isinstance(event, dict) else None)
+        bind(route=_route(event))
         response = traced(event, context)
         status = response.get("statusCode") if isinstance(response, dict) else None
         logger.info("request done", extra={"status": status, "latency_ms": _elapsed_ms(started)})
@@ -105,7 +108,6 @@ def instrument(handler: Handler) -> Handler:
     # clear_state: keys bound by the previous invocation of this warm instance never leak into this one.
     logged = logger.inject_lambda_context(invocation, clear_state=True, log_event=False)
 
-    @functools.wraps(handler)
     def wrapped(event: dict[str, Any], context: Any) -> Any:
         _state["emit_metrics"] = True
         if _state["cold_start"]:
@@ -120,6 +122,17 @@ def instrument(handler: Handler) -> Handler:
                 metrics.flush_metrics()
 
     return wrapped  # type: ignore[return-value]
+
+
+def _route(event: Any) -> str | None:
+    """The API Gateway route key (``POST /v1/tools/select``); for a catch-all ``$default`` route, method and path."""
+    if not isinstance(event, dict):
+        return None
+    route = event.get("routeKey")
+    if route and route != "$default":
+        return str(route)
+    http = event.get("requestContext", {}).get("http", {})
+    return f"{http.get('method')} {event.get('rawPath')}" if http else None
 
 
 def _elapsed_ms(started: float) -> float:

@@ -1,0 +1,63 @@
+"""The deployed handler's logs (the service's own and observability's) never carry an API key or a tool input.
+
+Runs the real composition root behind Mangum, wrapped by ``observability.instrument`` as the entry module wraps it,
+at DEBUG, and reads everything written to stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mangum import Mangum
+
+from handler import observability
+from handler.composition import build_app
+from handler.embedder import OnnxEmbedder
+from tests.support.serving import (
+    API_KEY,
+    apigw_event,
+    demo_tools,
+    file_settings,
+    invoke,
+    lambda_thread_loop,
+    publish_tools,
+    write_test_policy,
+)
+
+TOOL_INPUT = "merger with Globex closes on Friday"
+WRONG_KEY = "trk_wrong-key-0123456789"
+
+
+def test_no_api_key_or_tool_input_in_any_log_line(
+    tmp_path: Path, embedder: OnnxEmbedder, capfd: pytest.CaptureFixture[str]
+) -> None:
+    index = tmp_path / "index"
+    publish_tools(demo_tools(), str(index), embedder)
+    settings = file_settings(str(index), write_test_policy(tmp_path / "policy.json"), tmp_path / "cache")
+    with lambda_thread_loop():
+        app = build_app(settings.model_copy(update={"log_level": "DEBUG"}), embedder=embedder)
+        handler = observability.instrument(Mangum(app, lifespan="off"))
+        select = {"tasks": ["send a Slack message"], "user_id": "ana"}
+        execute = {"tool_name": "Slack.SendMessage", "input": {"channel_name": "deals", "text": TOOL_INPUT},
+                   "user_id": "bob"}  # fmt: skip
+        statuses = [
+            invoke(handler, apigw_event("POST", "/v1/tools/select", select))[0],
+            invoke(handler, apigw_event("POST", "/v1/tools/execute", execute))[0],
+            invoke(handler, apigw_event("POST", "/v1/tools/select", select, key=WRONG_KEY))[0],
+        ]
+    assert statuses[0] == 200
+    assert statuses[2] == 401
+    captured = capfd.readouterr()
+    logs = captured.out + captured.err
+    lines = [json.loads(line) for line in logs.splitlines() if line.startswith("{")]
+    assert len(lines) >= 3  # one "request done" per invocation at least: there were logs to leak into
+    for secret in (API_KEY, WRONG_KEY, TOOL_INPUT):
+        assert secret not in logs
+    done = [line for line in lines if line.get("message") == "request done"]
+    assert [(d["route"], d["status"]) for d in done] == [
+        ("POST /v1/tools/select", 200),
+        ("POST /v1/tools/execute", statuses[1]),
+        ("POST /v1/tools/select", 401),
+    ]
