@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from handler.catalog import Tool
 from handler.embedder import OnnxEmbedder
 from handler.errors import IndexUnavailableError
 from handler.index_holder import UNAVAILABLE_RETRY_SECONDS, IndexHolder
@@ -74,3 +75,14 @@ def test_a_corrupt_new_build_is_refused_and_the_old_one_kept(
 
     assert holder.current().build_id == first
     assert holder.health().ok  # still serving; the failure is logged and retried
+
+
+def test_an_index_with_invalid_records_is_reported_plainly(
+    tmp_path: Path, embedder: OnnxEmbedder, clock: list[float]
+) -> None:
+    versioned = Tool.model_construct(**{**ROCKET.model_dump(), "name": "Acme.LaunchRocket_v2.1"})
+    publish_tools([*demo_tools(), versioned], str(tmp_path), embedder)
+    holder = make_holder(tmp_path, embedder, clock)
+    holder.load()
+    reason = str(holder.health().reason)
+    assert "1 invalid record(s)" in reason and "pydantic" not in reason
