@@ -17,7 +17,7 @@ import mcp_types as types
 import numpy as np
 
 from handler.catalog import Tool
-from handler.errors import RequestError, ToolrecError
+from handler.errors import IndexUnavailableError, RequestError, ServiceUnavailableError, ToolrecError
 from handler.execute.service import AuthorizationRequiredError, Execution, ExecutionService, InputInvalidError
 from handler.index_holder import ServingIndex
 from handler.mcp import meta_tools
@@ -58,7 +58,7 @@ class GatewayHost:
     principal: Principal
     gateway: Gateway
     user_id: str
-    index: ServingIndex
+    index: ServingIndex | None  # None while no index is loaded: the meta-tools still answer ("unavailable")
     recommending: bool
 
     @property
@@ -78,6 +78,8 @@ class GatewayHost:
         ]
 
     def _usable_tools(self) -> list[Tool]:
+        if self.index is None:
+            raise ServiceUnavailableError("no tool index is loaded yet; retry shortly")
         mask = self.services.access.allowed_mask(self.index.table, self.user_id, self.gateway)
         return [self.index.table.tools[i] for i in np.flatnonzero(mask).tolist()]
 
@@ -95,6 +97,8 @@ class GatewayHost:
 
     def tool_name_of(self, name: str) -> str:
         """The catalog name a client means: ``Slack.SendMessage`` as is, ``Slack_SendMessage`` via the listing."""
+        if self.index is None:
+            return name
         by_name = self.index.table.by_name
         if name.casefold() in by_name:
             return name
@@ -124,15 +128,20 @@ class GatewayHost:
 
     def _selection(self, tasks: list[str], context: str | None) -> dict[str, Any]:
         finder = self.services.finder
-        selection = finder.select(
-            self.principal,
-            self.user_id,
-            tasks,
-            context,
-            self.gateway.gateway_id,
-            meta_tools.TOOLS_PER_TASK,
-            isolate_failures=True,
-        )
+        try:
+            selection = finder.select(
+                self.principal,
+                self.user_id,
+                tasks,
+                context,
+                self.gateway.gateway_id,
+                meta_tools.TOOLS_PER_TASK,
+                isolate_failures=True,
+            )
+        except ServiceUnavailableError:
+            # No index loaded (or policy unreadable): no lookup completed, so every task is `unavailable`.
+            empty = [{"task": task, "tools": [], "empty_reason": "unavailable"} for task in tasks]
+            return {"query_id": None, "results": empty}
         results = []
         for result in selection.results:
             entry: dict[str, Any] = {
@@ -230,11 +239,16 @@ def open_host(
     """Resolve the gateway for this key (404/403 as in REST) and decide the mode; blocking (policy reads)."""
     gateway = services.access.gateway_for(principal, gateway_id)
     assert gateway is not None  # gateway_for returns a gateway whenever one is named
-    index = services.holder.current()
-    allowed_by_gateway = count(index.table.mask(gateway.allowed))
-    return GatewayHost(
-        services, executions, principal, gateway, user_id, index, recommends(gateway.recommendation, allowed_by_gateway)
-    )
+    try:
+        index: ServingIndex | None = services.holder.current()
+    except IndexUnavailableError:
+        index = None
+    if index is None:
+        # Without an index `auto` cannot count; the meta-tools are the listing that needs none.
+        recommending = gateway.recommendation != "off"
+    else:
+        recommending = recommends(gateway.recommendation, count(index.table.mask(gateway.allowed)))
+    return GatewayHost(services, executions, principal, gateway, user_id, index, recommending)
 
 
 __all__ = ["GatewayHost", "error_result", "open_host"]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,9 @@ from tests.support.gateway_app import (
     USER,
     Backends,
     GatewayApp,
+    Prepared,
     gateway_app,
+    policy_document,
     prepare_for,
     running_backends,
 )
@@ -146,3 +150,28 @@ def test_raw_exchanges(container: LambdaContainer, gateway: GatewayApp) -> None:
         container, gateway, '{"jsonrpc": "2.0", "id": 4, "method": "tools/list"}', **{"mcp-protocol-version": "1999"}
     )
     assert old_version["statusCode"] == 400 and '"code":-32022' in old_version["body"].replace(" ", "")
+
+
+def test_before_any_index_is_published_the_gateway_still_answers(
+    gateway: GatewayApp, embedder: Embedder, tmp_path: Path
+) -> None:
+    # A fresh deployment: the function starts before the first build reaches the index location.
+    no_index = Prepared(tmp_path / "no-index", tmp_path / "policy.json", gateway.api_key, tmp_path)
+    (tmp_path / "policy.json").write_text(json.dumps(policy_document(gateway.api_key)))
+    cold = gateway_app(no_index, embedder)
+    container = LambdaContainer(lambda: Mangum(cold.app, lifespan="off"))
+
+    async def flow(client: Any) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        selected = structured(await client.call_tool("Toolrec_SelectTools", {"tasks": [SUM_TASK, "weather"]}))
+        used = error_of(await use(client, "Calculator.AddNumbers", {"a": 1, "b": 2}))
+        return listed, selected, used
+
+    try:
+        listed, selected, used = journey(container, cold, GATEWAY_ON, USER, flow)
+    finally:
+        container.close()
+    assert listed == ["Toolrec_SelectTools", "Toolrec_UseTool", "Toolrec_ListApps"]
+    assert selected["query_id"] is None
+    assert [r["empty_reason"] for r in selected["results"]] == ["unavailable", "unavailable"]
+    assert used["name"] == "service_unavailable"
