@@ -13,6 +13,8 @@ import httpx
 from handler.execute.base import ExecutorTimeoutError, ExecutorUnavailableError, ToolCall, ToolFailedError
 
 _MAX_ERROR_CHARS = 500
+# A Lambda response carries at most 6 MB; an output that cannot be returned is refused here, with a reason.
+MAX_OUTPUT_BYTES = 5 * 1024 * 1024
 
 
 class HttpExecutor:
@@ -42,6 +44,8 @@ class HttpExecutor:
 
 
 def _output(tool_name: str, response: httpx.Response) -> Any:
+    if len(response.content) > MAX_OUTPUT_BYTES:
+        raise ExecutorUnavailableError(f"the worker for {tool_name} answered with more than {MAX_OUTPUT_BYTES} bytes")
     try:
         payload = response.json()
     except ValueError:

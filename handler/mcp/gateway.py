@@ -21,7 +21,6 @@ from handler.errors import IndexUnavailableError, RequestError, ServiceUnavailab
 from handler.execute.service import AuthorizationRequiredError, Execution, ExecutionService, InputInvalidError
 from handler.index_holder import ServingIndex
 from handler.mcp import meta_tools
-from handler.mcp.jsonrpc import error_result
 from handler.mcp.meta_tools import LIST_APPS, SELECT, USE
 from handler.policy.model import Gateway, Principal
 from handler.services.access import count
@@ -249,6 +248,3 @@ def open_host(
     else:
         recommending = recommends(gateway.recommendation, count(index.table.mask(gateway.allowed)))
     return GatewayHost(services, executions, principal, gateway, user_id, index, recommending)
-
-
-__all__ = ["GatewayHost", "error_result", "open_host"]

@@ -174,7 +174,7 @@ async def _call_tool(request: Any, version: str, host: ToolHost) -> dict[str, An
         result = error_result(str(exc))
     except Exception:
         logger.exception("tools/call %s failed", params.name)
-        result = error_result("the tool call failed inside toolrec; it is safe to report this to the operator")
+        result = error_result("an internal error stopped this call; the operator will find it in toolrec's logs")
     return _dump(result)
 
 

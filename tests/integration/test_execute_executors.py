@@ -22,7 +22,7 @@ from handler.execute.base import (
     ToolCall,
     ToolFailedError,
 )
-from handler.execute.http_executor import HttpExecutor
+from handler.execute.http_executor import MAX_OUTPUT_BYTES, HttpExecutor
 from handler.execute.lambda_executor import NO_RETRY_CONFIG, LambdaExecutor
 from handler.execute.mcp_executor import McpExecutor
 from tests.support.aio import run_async
@@ -97,6 +97,12 @@ def test_http_timeout_is_reported_once_and_never_retried(
         run(dispatcher, make_tool("Slow.Job", "http", url + "/slow", timeout_s=0.3), {})
     assert time.monotonic() - started < 2.0
     assert len([c for c in calls[before:] if c["path"] == "/slow"]) == 1
+
+
+def test_oversized_output_is_refused(worker: tuple[str, list[dict[str, Any]]], dispatcher: Dispatcher) -> None:
+    url, _ = worker
+    with pytest.raises(ExecutorUnavailableError, match="more than"):
+        run(dispatcher, make_tool("Big.Dump", "http", url + "/huge"), {"size": MAX_OUTPUT_BYTES})
 
 
 def test_unreachable_worker_is_unavailable(dispatcher: Dispatcher) -> None:

@@ -39,7 +39,11 @@ async def _post(arguments: dict[str, Any]) -> JSONResponse:
     )
 
 
-_HANDLERS = {"forecast": _forecast, "fail": _fail, "slow": _slow, "post": _post}
+async def _huge(arguments: dict[str, Any]) -> JSONResponse:
+    return JSONResponse({"blob": "x" * int(arguments["size"])})
+
+
+_HANDLERS = {"huge": _huge, "forecast": _forecast, "fail": _fail, "slow": _slow, "post": _post}
 
 
 def http_worker_app(calls: list[dict[str, Any]] | None = None) -> Starlette:
