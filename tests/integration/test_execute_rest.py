@@ -13,6 +13,7 @@ from handler.embedder import Embedder
 from tests.support.gateway_app import (
     SLACK_AUTHORIZE_URL,
     UNCONNECTED_USER,
+    UNDERSCOPED_USER,
     USER,
     Backends,
     GatewayApp,
@@ -96,6 +97,15 @@ def test_authorization_required_names_the_app_and_where_to_authorize(api: httpx.
     assert len(backends.worker_calls) == before
     # The connected user runs the same tool.
     assert execute(api, "Slack.SendMessage", {"channel_name": "ops", "text": "hi"}).json()["success"] is True
+
+
+def test_missing_scopes_are_named(api: httpx.Client) -> None:
+    response = execute(api, "Slack.SendMessage", {"channel_name": "ops", "text": "hi"}, user=UNDERSCOPED_USER)
+    assert response.status_code == 403
+    assert response.json()["message"] == (
+        "authorization required: Slack.SendMessage needs the scopes chat:write on Slack; "
+        f"authorize at {SLACK_AUTHORIZE_URL}"
+    )
 
 
 def test_executor_timeout_is_a_failed_execution(api: httpx.Client) -> None:

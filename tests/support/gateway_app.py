@@ -34,6 +34,7 @@ from tests.support.workers import http_worker_app, upstream_mcp_app
 
 USER = "alice"  # connected to Slack with chat:write; denied the Admin app
 UNCONNECTED_USER = "bob"  # no Slack connection
+UNDERSCOPED_USER = "carol"  # connected to Slack without chat:write
 GATEWAY_ON, GATEWAY_OFF, GATEWAY_AUTO, GATEWAY_ADMIN = "assistant", "direct", "auto-small", "admin"
 SLACK_AUTHORIZE_URL = "https://auth.example.test/connect/slack"
 SHORT_TIMEOUT_S = 0.5
@@ -139,6 +140,12 @@ def policy_document(key: str) -> dict[str, Any]:
                 "connected": True,
                 "account": "alice@example.test",
                 "scopes": ["chat:write"],
+            },
+            {
+                "user_id": UNDERSCOPED_USER,
+                "app_id": "Slack",
+                "account": "carol@example.test",
+                "scopes": ["channels:read"],
             },
         ],
         "api_keys": [{"key_id": "test", "key_hash": hash_key(key)}],
