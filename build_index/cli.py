@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from handler.errors import CatalogError, ToolrecError
 from handler.model_files import default_model_dir
@@ -65,8 +66,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from build_index.model_prepare import MODEL_ID
     from handler.ranking.retriever import Method
 
-    result = evaluate(args.bench_dir, _embedder(args), MODEL_ID, Method(args.retriever), args.with_instruction)
+    method = Method(args.retriever)
+    others = args.no_match_against or []
+    result = evaluate(args.bench_dir, _embedder(args), MODEL_ID, method, args.with_instruction, others)
     print(json.dumps(result) if args.json else format_report(result))
+    return 0
+
+
+def cmd_calibrate_no_match(args: argparse.Namespace) -> int:
+    from build_index.evaluate import calibrate_no_match
+    from build_index.model_prepare import MODEL_ID
+
+    print(json.dumps(calibrate_no_match(args.training_dir, _embedder(args), MODEL_ID)))
     return 0
 
 
@@ -151,6 +162,31 @@ def _drift_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     drift.set_defaults(run=cmd_drift)
 
 
+def _add_quality_commands(commands: Any) -> None:
+    """`toolrec eval` and `toolrec calibrate-no-match`: measuring retrieval quality."""
+    evaluation = commands.add_parser("eval", help="measure retrieval quality on a benchmark set")
+    evaluation.add_argument("bench_dir", type=Path)
+    evaluation.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    evaluation.add_argument("--with-instruction", action="store_true", help="prepend the query's instruction")
+    evaluation.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluation.add_argument(
+        "--no-match-against",
+        type=Path,
+        action="append",
+        metavar="OTHER_BENCH_DIR",
+        help="run that set's queries against BENCH_DIR's catalog as off-catalog tasks (repeatable)",
+    )
+    _model_dir_option(evaluation)
+    evaluation.set_defaults(run=cmd_eval)
+
+    calibration = commands.add_parser(
+        "calibrate-no-match", help="compute the no-match threshold from training sets (never evaluation sets)"
+    )
+    calibration.add_argument("training_dir", type=Path, nargs="+", help="sets in the benchmark format")
+    _model_dir_option(calibration)
+    calibration.set_defaults(run=cmd_calibrate_no_match)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -180,13 +216,7 @@ def parser() -> argparse.ArgumentParser:
     _model_dir_option(lint)
     lint.set_defaults(run=cmd_lint)
 
-    evaluation = commands.add_parser("eval", help="measure retrieval quality on a benchmark set")
-    evaluation.add_argument("bench_dir", type=Path)
-    evaluation.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
-    evaluation.add_argument("--with-instruction", action="store_true", help="prepend the query's instruction")
-    evaluation.add_argument("--json", action="store_true", help="print one JSON object")
-    _model_dir_option(evaluation)
-    evaluation.set_defaults(run=cmd_eval)
+    _add_quality_commands(commands)
 
     serve = commands.add_parser("serve", help="serve the REST API locally (embedded default: demo index + policy file)")
     serve.add_argument("--host", default="127.0.0.1")

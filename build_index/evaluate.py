@@ -23,6 +23,7 @@ from handler.catalog import Tool
 from handler.embedder import Embedder
 from handler.index_format import LoadedIndex
 from handler.index_store import LocalIndexStore, load_latest
+from handler.ranking.no_match import calibrate, is_no_match
 from handler.ranking.retriever import Method
 
 EVAL_CACHE = Path.home() / ".cache" / "toolrec" / "eval"
@@ -112,24 +113,34 @@ def cached_index(bench_dir: Path, embedder: Embedder, model_id: str, cache: Path
 
 
 def evaluate(
-    bench_dir: Path, embedder: Embedder, model_id: str, method: Method, with_instruction: bool = False
+    bench_dir: Path,
+    embedder: Embedder,
+    model_id: str,
+    method: Method,
+    with_instruction: bool = False,
+    no_match_against: Sequence[Path] = (),
+    cache: Path = EVAL_CACHE,
 ) -> dict[str, Any]:
+    """Rank every query of the set; with ``no_match_against``, also run those sets' queries (tools the set's
+    catalog does not hold) against this catalog and report how often each kind is answered "no match"."""
     ids, _ = benchmark_tools(bench_dir)
-    index = cached_index(bench_dir, embedder, model_id)
+    index = cached_index(bench_dir, embedder, model_id, cache)
     queries = benchmark_queries(bench_dir, with_instruction)
     overall = Scores()
     per_subset: dict[str, Scores] = defaultdict(Scores)
     latencies = []
+    refused = 0
     for query in queries:
         started = time.perf_counter()
         vector = None if method is Method.BM25 else embedder.embed(query.text)
         hits = index.ranking.rank(query.text, vector, K, method=method)
         latencies.append(time.perf_counter() - started)
+        refused += is_no_match(hits)
         ranked = [ids[h.index] for h in hits]
         overall.add(ranked, query.groups)
         for name, value in query.labels.items():
             per_subset[f"{name}={value}"].add(ranked, query.groups)
-    return {
+    result: dict[str, Any] = {
         "set": bench_dir.name,
         "retriever": method.value,
         "with_instruction": with_instruction,
@@ -137,8 +148,42 @@ def evaluate(
         "tools": len(ids),
         **overall.as_percentages(),
         "median_latency_ms": round(1000 * statistics.median(latencies), 3) if latencies else None,
-        "per_subset": {name: {"queries": s.queries, **s.as_percentages()} for name, s in sorted(per_subset.items())},
+        "no_match_false_rate": round(100.0 * refused / len(queries), 2) if queries else None,
     }
+    if no_match_against:
+        result["no_match_true_rate"] = off_catalog_refusals(index, embedder, method, no_match_against)
+    result["per_subset"] = {
+        name: {"queries": s.queries, **s.as_percentages()} for name, s in sorted(per_subset.items())
+    }
+    return result
+
+
+def off_catalog_refusals(index: LoadedIndex, embedder: Embedder, method: Method, others: Sequence[Path]) -> float:
+    """Share (%) of other sets' queries answered "no match" by this catalog, each set weighing the same."""
+    rates = []
+    for other in others:
+        queries = benchmark_queries(other, with_instruction=False)
+        refused = 0
+        for query in queries:
+            vector = None if method is Method.BM25 else embedder.embed(query.text)
+            refused += is_no_match(index.ranking.rank(query.text, vector, K, method=method))
+        rates.append(refused / len(queries) if queries else 0.0)
+    return round(100.0 * statistics.mean(rates), 2) if rates else 0.0
+
+
+def calibrate_no_match(
+    training_dirs: Sequence[Path], embedder: Embedder, model_id: str, cache: Path = EVAL_CACHE
+) -> dict[str, Any]:
+    """The no-match threshold from training sets (never evaluation sets): each set's queries against its
+    own catalog give the best cosine of a real request; see handler/ranking/no_match.py."""
+    best: dict[str, list[float]] = {}
+    for directory in training_dirs:
+        loaded = cached_index(directory, embedder, model_id, cache)
+        best[directory.name] = [
+            float(loaded.ranking.dense.score(embedder.embed(q.text)).max())
+            for q in benchmark_queries(directory, with_instruction=False)
+        ]
+    return {"threshold": calibrate(best), "queries": {name: len(v) for name, v in best.items()}}
 
 
 def format_report(result: dict[str, Any]) -> str:
@@ -146,7 +191,8 @@ def format_report(result: dict[str, Any]) -> str:
     lines = [
         f"{result['set']}: {result['tools']} tools, {result['queries']} queries, retriever={result['retriever']}"
         f"{' (with instruction)' if result['with_instruction'] else ''}, "
-        f"median {result['median_latency_ms']} ms/query",
+        f"median {result['median_latency_ms']} ms/query, no match on {result['no_match_false_rate']}% of its queries"
+        + (f", on {result['no_match_true_rate']}% of off-catalog queries" if "no_match_true_rate" in result else ""),
         f"{'subset':<34}{'queries':>8}" + "".join(f"{c:>11}" for c in columns),
         f"{'all':<34}{result['queries']:>8}" + "".join(f"{result[c]:>11.2f}" for c in columns),
     ]

@@ -1,4 +1,14 @@
-"""Combining the lexical and the semantic signal into one score per tool."""
+"""Combining the lexical and the semantic signal into one score per tool.
+
+The hybrid ranking standardizes each signal over the tools the user may use (z-score: subtract the
+mean, divide by the standard deviation) and adds them with equal weights. Min-max scaling lets one
+outlier set the scale: a single tool sharing a rare word with the query squeezes every other BM25
+score towards 0, so the dense signal decides alone. A z-score measures how far a tool stands out
+from the whole catalog in each signal, which is comparable across signals and catalog sizes.
+Measured (README "Quality"): z-score beat min-max at the same weight on three of four benchmark sets
+and tied on the training sets; equal weights were kept because the training data (not an evaluation
+set) did not agree with the benchmarks on a better one.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +29,24 @@ def min_max(scores: FloatArray, allowed: BoolArray) -> FloatArray:
     return ((scores - lo) / (hi - lo)).astype(np.float32)
 
 
+def z_score(scores: FloatArray, allowed: BoolArray) -> FloatArray:
+    """Standardize by the allowed tools' mean and deviation; a flat signal carries no evidence and becomes 0."""
+    if not allowed.any():
+        return np.zeros_like(scores)
+    kept = scores[allowed].astype(np.float64)
+    spread = float(kept.std())
+    if spread <= 1e-9:
+        return np.zeros_like(scores)
+    return ((scores - float(kept.mean())) / spread).astype(np.float32)
+
+
 def weighted_sum(lexical: FloatArray, semantic: FloatArray, allowed: BoolArray, semantic_weight: float) -> FloatArray:
-    """Min-max normalize each signal over the allowed tools, then mix them linearly."""
+    """Min-max normalize each signal over the allowed tools, then mix them linearly (the earlier fusion)."""
     return (1.0 - semantic_weight) * min_max(lexical, allowed) + semantic_weight * min_max(semantic, allowed)
+
+
+def standardized_sum(
+    lexical: FloatArray, semantic: FloatArray, allowed: BoolArray, semantic_weight: float
+) -> FloatArray:
+    """z-score each signal over the allowed tools, then mix them linearly: the hybrid ranking's fusion."""
+    return (1.0 - semantic_weight) * z_score(lexical, allowed) + semantic_weight * z_score(semantic, allowed)

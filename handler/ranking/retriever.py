@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.dense import DenseScorer
-from handler.ranking.fusion import weighted_sum
+from handler.ranking.fusion import standardized_sum
 from handler.ranking.topk import top_k
 
 FloatArray = npt.NDArray[np.float32]
@@ -28,6 +28,7 @@ class Method(StrEnum):
 class Hit:
     index: int
     score: float
+    semantic: float | None = None  # the tool's cosine with the query, when the query was embedded
 
 
 def name_key(name: str) -> str:
@@ -68,21 +69,30 @@ class RankingIndex:
         """
         if allowed is None:
             allowed = np.ones(len(self), dtype=bool)
-        scores = self.scores(query, query_vector, allowed, method)
+        scores, cosines = self._scores(query, query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
         if exact is not None and allowed[exact]:
             scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
         chosen = top_k(scores, k)
-        return [Hit(int(i), float(scores[i])) for i in chosen]
+        if cosines is None:
+            return [Hit(int(i), float(scores[i])) for i in chosen]
+        return [Hit(int(i), float(scores[i]), float(cosines[i])) for i in chosen]
 
     def scores(self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method) -> FloatArray:
+        return self._scores(query, query_vector, allowed, method)[0]
+
+    def _scores(
+        self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method
+    ) -> tuple[FloatArray, FloatArray | None]:
+        """The ranking scores, and the cosines they came from (None for BM25 alone: no query vector)."""
         if method is Method.BM25:
-            return self.bm25.score(self.analyzer(query))
+            return self.bm25.score(self.analyzer(query)), None
         if query_vector is None:
             raise ValueError(f"the {method} method needs a query vector")
         semantic = self.dense.score(query_vector)
         if method is Method.DENSE:
-            return semantic
-        return weighted_sum(self.bm25.score(self.analyzer(query)), semantic, allowed, self.semantic_weight)
+            return semantic, semantic
+        lexical = self.bm25.score(self.analyzer(query))
+        return standardized_sum(lexical, semantic, allowed, self.semantic_weight), semantic

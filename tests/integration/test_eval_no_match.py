@@ -1,0 +1,76 @@
+"""`toolrec eval` reports both no-match errors, and `calibrate-no-match` derives a threshold from data.
+
+Runs the real model over small slices of the shared data written in the benchmark format: arcade tools
+and the arcade requests they answer as the set, ToolRet's Hugging Face model requests as the off-catalog
+tasks (no arcade tool runs a machine-learning model).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from build_index.evaluate import calibrate_no_match, evaluate
+from build_index.model_prepare import MODEL_ID
+from handler.embedder import OnnxEmbedder
+from handler.ranking.retriever import Method
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write(directory: Path, tools: list[dict[str, Any]], queries: list[dict[str, Any]]) -> Path:
+    directory.mkdir()
+    (directory / "tools.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tools), encoding="utf-8")
+    (directory / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    return directory
+
+
+@pytest.fixture(scope="module")
+def small_sets(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("bench")
+    arcade = shared_dir / "benchmarks" / "arcade_evals"
+    queries = [q for q in _rows(arcade / "queries.jsonl") if q["id"].startswith(("asana/", "github/"))][:30]
+    needed = {t for q in queries for t in q["relevant"]}
+    tools = [t for t in _rows(arcade / "tools.jsonl") if t["id"] in needed or t["id"].startswith("Slack.")]
+    own = _write(root / "own", tools, queries)
+    toolret = _rows(shared_dir / "benchmarks" / "toolret" / "queries.jsonl")
+    hugging = [q for q in toolret if q.get("task") == "gorilla-huggingface"][:30]
+    other = _write(root / "other", [], hugging)
+    return own, other
+
+
+def test_eval_reports_both_no_match_errors(
+    small_sets: tuple[Path, Path], embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    own, other = small_sets
+    result = evaluate(own, embedder, MODEL_ID, Method.HYBRID, no_match_against=[other], cache=tmp_path)
+    assert result["queries"] == 30
+    assert result["no_match_false_rate"] <= 1.0  # real requests keep their tools
+    assert 0.0 <= result["no_match_true_rate"] <= 100.0
+    json.dumps(result)  # the --json output
+
+
+def test_keyword_ranking_refuses_only_tasks_sharing_no_word(
+    small_sets: tuple[Path, Path], embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    own, other = small_sets
+    result = evaluate(own, embedder, MODEL_ID, Method.BM25, no_match_against=[other], cache=tmp_path)
+    assert result["no_match_false_rate"] == 0.0  # every arcade request shares a word with its tool
+    assert 0.0 < result["no_match_true_rate"] < 100.0
+
+
+def test_calibration_keeps_the_calibration_sets_answered(
+    small_sets: tuple[Path, Path], embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    own, _ = small_sets
+    calibration = calibrate_no_match([own], embedder, MODEL_ID, cache=tmp_path)
+    assert calibration["queries"] == {"own": 30}
+    # With 30 queries and a 1% target no query may be refused: the threshold is the lowest best cosine.
+    result = evaluate(own, embedder, MODEL_ID, Method.DENSE, cache=tmp_path)
+    assert 0.0 < calibration["threshold"] < 1.0
+    assert result["no_match_false_rate"] <= 1.0
