@@ -2,7 +2,12 @@
 
 It holds ``handler/`` (the only code the function imports), the runtime wheels for the Lambda platform, installed
 exactly as pinned in ``infra/lambda-requirements.txt`` with ``--no-deps``, and the prepared model directory
-(``model/``, ``TOOLREC_MODEL_DIR=/var/task/model``). No torch, no build or test dependencies, no bytecode caches.
+(``model/``, ``TOOLREC_MODEL_DIR=/var/task/model``). No torch, no build or test dependencies.
+
+Bytecode is compiled in, by a python3.12 (``TOOLREC_LAMBDA_PYTHON``, else ``python3.12`` on PATH or pyenv's): the
+function's code directory is read-only, so without it every cold start recompiles every module (measured here:
+4.7 s of CPU to import the entry module's dependencies without .pyc files, 2.2 s with them). Hash-based pycs
+(``unchecked-hash``) with ``/var/task`` paths keep the build reproducible: no timestamps, no build-machine paths.
 
 Platform: the python3.12 runtime on x86_64. Not python3.11: that runtime runs on Amazon Linux 2 (glibc 2.26), and
 onnxruntime 1.32 (pinned for the model's sha256) publishes only ``manylinux_2_28`` wheels for Linux, which need
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,6 +48,22 @@ EXCLUDED = frozenset(
 # Inside installed packages: tests and offline tooling the service never imports.
 PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools")
 MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
+LAMBDA_TASK_ROOT = "/var/task"
+
+
+def lambda_python() -> str:
+    """An interpreter of the Lambda runtime's version, to compile bytecode and to test the package with."""
+    pyenv = Path.home() / ".pyenv" / "versions"
+    candidates = [os.environ.get("TOOLREC_LAMBDA_PYTHON", ""), shutil.which(f"python{PYTHON_VERSION}") or ""]
+    candidates += sorted(str(p) for p in pyenv.glob(f"{PYTHON_VERSION}*/bin/python{PYTHON_VERSION}"))
+    for candidate in filter(None, candidates):
+        probe = subprocess.run(  # noqa: S603 (a local interpreter path, no shell)
+            [candidate, "-I", "-S", "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if probe.returncode == 0 and probe.stdout.strip() == str(tuple(map(int, PYTHON_VERSION.split(".")))):
+            return candidate
+    raise RuntimeError(f"no python{PYTHON_VERSION} found: install one or set TOOLREC_LAMBDA_PYTHON to its path")
 
 
 def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[Requirement]:
@@ -104,7 +126,14 @@ def build(out: Path, model_dir: Path | None = None) -> Path:
     (out / "model").mkdir()
     for name in ["model_spec.json", *spec.files]:
         shutil.copy2(model_dir / name, out / "model" / name)
+    _compile_bytecode(out)
     return out
+
+
+def _compile_bytecode(out: Path) -> None:
+    command = [lambda_python(), "-I", "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
+               "-s", str(out), "-p", LAMBDA_TASK_ROOT, str(out)]  # fmt: skip
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)  # noqa: S603 (argv built here)
 
 
 def unzipped_size(directory: Path) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,15 @@ from build_index.cli import main as toolrec
 from handler.embedder import OnnxEmbedder
 from handler.index_store import parse_s3_url
 from handler.model_files import read_spec
-from infra.package import EXCLUDED, MAX_UNZIPPED_BYTES, PYTHON_VERSION, build, locked, runtime_requirements
+from infra.package import (
+    EXCLUDED,
+    LAMBDA_TASK_ROOT,
+    MAX_UNZIPPED_BYTES,
+    build,
+    lambda_python,
+    locked,
+    runtime_requirements,
+)
 from infra.package import unzipped_size as package_size
 from tests.infra.conftest import REPO_ROOT
 from tests.infra.moto_server import CREDENTIALS, moto_server
@@ -30,18 +37,6 @@ from tests.support.serving import demo_tools, publish_tools
 EVENTS = REPO_ROOT / "events"
 EVENTS_KEY = "trk_local-events-key"  # the bearer token in events/*.json
 NOT_IN_PACKAGE = ["torch", "pytest", "moto", "uvicorn", "build_index", "tests", "onnx", "hypothesis", "mypy"]
-
-
-def lambda_python() -> str:
-    """An interpreter of the Lambda runtime's version (pyenv installs it beside the project's 3.11)."""
-    candidates = [os.environ.get("TOOLREC_LAMBDA_PYTHON", ""), shutil.which(f"python{PYTHON_VERSION}") or ""]
-    pyenv = Path.home() / ".pyenv" / "versions"
-    candidates += sorted(str(p) for p in pyenv.glob(f"{PYTHON_VERSION}*/bin/python{PYTHON_VERSION}"))
-    for candidate in filter(None, candidates):
-        probe = subprocess.run([candidate, "-I", "-S", "-c", "pass"], capture_output=True, check=False)
-        if probe.returncode == 0:
-            return candidate
-    pytest.fail(f"no python{PYTHON_VERSION} here: set TOOLREC_LAMBDA_PYTHON to one")
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +61,10 @@ def test_package_size_and_contents(lambda_package: Path) -> None:
     assert (lambda_package / "handler" / "lambda_entry.py").is_file()
     for name in NOT_IN_PACKAGE:
         assert not (lambda_package / name).exists(), name
-    assert not list(lambda_package.rglob("__pycache__"))
+    entry_pyc = lambda_package / "handler" / "__pycache__" / "lambda_entry.cpython-312.pyc"
+    assert entry_pyc.is_file()  # compiled in: /var/task is read-only, so Lambda could not cache it
+    assert f"{LAMBDA_TASK_ROOT}/handler/lambda_entry.py".encode() in entry_pyc.read_bytes()
+    assert str(lambda_package).encode() not in entry_pyc.read_bytes()
     read_spec(lambda_package / "model")  # every model file present with its pinned sha256
 
 
@@ -100,7 +98,7 @@ def local_aws(monkeypatch: pytest.MonkeyPatch, embedder: OnnxEmbedder) -> Iterat
 def _invoke_all(package: Path, env: dict[str, str]) -> dict[str, Any]:
     script = Path(__file__).with_name("lambda_invoke.py")
     result = subprocess.run(
-        [lambda_python(), "-I", "-S", str(script), str(package), str(EVENTS)],
+        [lambda_python(), "-I", "-S", "-B", str(script), str(package), str(EVENTS)],
         capture_output=True,
         text=True,
         env={"PATH": os.environ["PATH"], **env},
