@@ -158,3 +158,19 @@ def test_keys_and_policy_changes_in_dynamodb(aws: dict[str, Any], tmp_path: Path
     assert toolrec(["policy", "--dynamodb", "key", "revoke", API_KEY]) == 0
     status, body = select(handler, "send a slack message", user_id="ana")
     assert (status, body["name"]) == (401, "unauthorized")
+
+
+def test_storage_failures(aws: dict[str, Any], tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    publish_tools(demo_tools(), f"s3://{BUCKET}/{PREFIX}", embedder, aws["s3"])
+    handler = lambda_function(tmp_path, embedder, policy_cache_seconds=0)
+
+    # Losing the query log loses only the log entry: the recommendation is still answered.
+    aws["dynamodb"].delete_table(TableName=TABLES["TOOLREC_QUERY_LOG_TABLE"])
+    status, body = select(handler, "send a slack message", user_id="ana")
+    assert status == 200 and body["results"][0]["suggestions"]
+
+    # Without the policy (keys, gateways, rules) nothing can be decided: 503, a retry may succeed.
+    aws["dynamodb"].delete_table(TableName=TABLES["TOOLREC_API_KEYS_TABLE"])
+    status, body = select(handler, "send a slack message", user_id="ana")
+    assert (status, body["name"]) == (503, "service_unavailable")
+    assert set(body) == {"name", "message"}
