@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,13 @@ def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -
 
 
 def run_policy(args: argparse.Namespace, dynamodb_client: Any = None) -> int:
+    from pydantic import ValidationError
+
     func: Action = args.policy_action
-    print(func(args, open_writer(args, dynamodb_client)))
+    try:
+        print(func(args, open_writer(args, dynamodb_client)))
+    except ValidationError as exc:
+        problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        print(f"toolrec policy: {problems}", file=sys.stderr)
+        return 2
     return 0
