@@ -140,61 +140,74 @@ def _create_tables(args: argparse.Namespace, store: Any) -> str:
 Action = Callable[[argparse.Namespace, Any], str]
 
 
-def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> None:
-    policy = commands.add_parser("policy", help="write gateways, rules, apps, connections and API keys")
-    add_backend_options(policy)
-    policy.set_defaults(run=run)
-    kinds = policy.add_subparsers(dest="policy_kind", required=True)
+def _action(parent: Any, name: str, func: Action, help_text: str) -> argparse.ArgumentParser:
+    sub: argparse.ArgumentParser = parent.add_parser(name, help=help_text)
+    sub.set_defaults(policy_action=func)
+    return sub
 
-    def action(parent: Any, name: str, func: Action, help_text: str) -> argparse.ArgumentParser:
-        sub: argparse.ArgumentParser = parent.add_parser(name, help=help_text)
-        sub.set_defaults(policy_action=func)
-        return sub
 
-    gateway = kinds.add_parser("gateway", help="gateways").add_subparsers(dest="verb", required=True)
-    put = action(gateway, "put", _gateway_put, "create or replace a gateway")
+def _verbs(kinds: Any, kind: str, help_text: str) -> Any:
+    return kinds.add_parser(kind, help=help_text).add_subparsers(dest="verb", required=True)
+
+
+def _access_parsers(kinds: Any) -> None:
+    gateway = _verbs(kinds, "gateway", "gateways")
+    put = _action(gateway, "put", _gateway_put, "create or replace a gateway")
     put.add_argument("gateway_id")
     put.add_argument("--allow", nargs="*", default=[], help="'*', 'App.*' or exact tool names")
     put.add_argument("--recommendation", choices=["on", "off", "auto"], default="auto")
-    action(gateway, "delete", _gateway_delete, "delete a gateway").add_argument("gateway_id")
+    _action(gateway, "delete", _gateway_delete, "delete a gateway").add_argument("gateway_id")
 
-    rule = kinds.add_parser("rule", help="user access rules").add_subparsers(dest="verb", required=True)
-    put = action(rule, "put", _rule_put, "create or replace an access rule")
+    rule = _verbs(kinds, "rule", "user access rules (deny wins; no allow rule means no tools)")
+    put = _action(rule, "put", _rule_put, "create or replace an access rule")
     put.add_argument("--subject", required=True, help="a user_id, or '*' for every user")
     put.add_argument("--rule-id", required=True)
     put.add_argument("--effect", choices=["allow", "deny"], required=True)
     put.add_argument("--tools", nargs="+", required=True, help="'*', 'App.*' or exact tool names")
-    delete = action(rule, "delete", _rule_delete, "delete an access rule")
+    delete = _action(rule, "delete", _rule_delete, "delete an access rule")
     delete.add_argument("--subject", required=True)
     delete.add_argument("--rule-id", required=True)
 
-    app = kinds.add_parser("app", help="apps").add_subparsers(dest="verb", required=True)
-    put = action(app, "put", _app_put, "create or replace an app")
+
+def _app_and_connection_parsers(kinds: Any) -> None:
+    app = _verbs(kinds, "app", "apps")
+    put = _action(app, "put", _app_put, "create or replace an app")
     put.add_argument("app_id")
     put.add_argument("--name")
     put.add_argument("--description")
     put.add_argument("--authorize-url")
 
-    connection = kinds.add_parser("connection", help="user connections").add_subparsers(dest="verb", required=True)
-    put = action(connection, "put", _connection_put, "connect a user to an app")
+    connection = _verbs(kinds, "connection", "user connections")
+    put = _action(connection, "put", _connection_put, "connect a user to an app")
     put.add_argument("user_id")
     put.add_argument("app_id")
     put.add_argument("--account")
     put.add_argument("--scope", action="append", default=[], help="a granted scope (repeatable)")
     put.add_argument("--disconnected", action="store_true", help="record the connection as not usable")
-    delete = action(connection, "delete", _connection_delete, "remove a connection")
+    delete = _action(connection, "delete", _connection_delete, "remove a connection")
     delete.add_argument("user_id")
     delete.add_argument("app_id")
 
-    key = kinds.add_parser("key", help="API keys").add_subparsers(dest="verb", required=True)
-    create = action(key, "create", _key_create, "create an API key (printed once) or register --key")
+
+def _key_parsers(kinds: Any) -> None:
+    key = _verbs(kinds, "key", "API keys")
+    create = _action(key, "create", _key_create, "create an API key (printed once) or register --key")
     create.add_argument("--key", help="register this key instead of generating one")
     create.add_argument("--key-id")
     create.add_argument("--gateway", help="limit the key to this gateway")
     create.add_argument("--description", default="")
-    action(key, "revoke", _key_revoke, "revoke a key (the key or its sha256)").add_argument("key")
+    _action(key, "revoke", _key_revoke, "revoke a key (the key or its sha256)").add_argument("key")
 
-    action(kinds, "create-tables", _create_tables, "create the DynamoDB tables (--dynamodb)")
+
+def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> None:
+    policy = commands.add_parser("policy", help="write gateways, rules, apps, connections and API keys")
+    add_backend_options(policy)
+    policy.set_defaults(run=run)
+    kinds = policy.add_subparsers(dest="policy_kind", required=True)
+    _access_parsers(kinds)
+    _app_and_connection_parsers(kinds)
+    _key_parsers(kinds)
+    _action(kinds, "create-tables", _create_tables, "create the DynamoDB tables (--dynamodb)")
 
 
 def run_policy(args: argparse.Namespace, dynamodb_client: Any = None) -> int:
