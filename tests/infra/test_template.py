@@ -15,8 +15,11 @@ from typing import Any
 
 import boto3
 import pytest
+from mangum import Mangum
 from moto import mock_aws
 
+from handler.composition import build_app
+from handler.embedder import OnnxEmbedder
 from handler.policy.dynamodb_schema import table_definitions
 from handler.policy.dynamodb_store import TableNames
 from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX, Settings
@@ -28,6 +31,15 @@ from tests.infra.aws_calls import (
 )
 from tests.infra.conftest import REGION, REPO_ROOT, TEMPLATE, sam_env
 from tests.infra.template_model import NO_VALUE, PARAMS, environment, function, grants, resolve, resources_of_type
+from tests.support.serving import (
+    apigw_event,
+    demo_tools,
+    file_settings,
+    invoke,
+    lambda_thread_loop,
+    publish_tools,
+    write_test_policy,
+)
 
 # Settings the Lambda must not get from its environment, and why.
 LOCAL_ONLY = {
@@ -178,3 +190,26 @@ def test_sam_local_env_file_sets_exactly_the_declared_variables(translated: dict
     env_file = json.loads((REPO_ROOT / "events" / "env.json").read_text())
     assert set(env_file) == set(resources_of_type(translated, "AWS::Lambda::Function"))
     assert set(env_file["Function"]) == set(environment(translated))
+
+
+def test_every_template_route_is_served_by_the_app(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    """Each route API Gateway forwards reaches a handler: neither 404 nor 405 (unauthenticated calls are fine)."""
+    index = tmp_path / "index"
+    publish_tools(demo_tools()[:3], str(index), embedder)
+    settings = file_settings(str(index), write_test_policy(tmp_path / "p.json"), tmp_path / "c")
+    with lambda_thread_loop():
+        handler = Mangum(build_app(settings, embedder=embedder), lifespan="off")
+        for method, path in sorted(ROUTES):
+            status, _, _ = invoke(handler, apigw_event(method, path.replace("{gateway_id}", "default"), key=None))
+            assert status not in (404, 405), (method, path, status)
+
+
+def test_every_event_file_is_a_template_route() -> None:
+    events = [p for p in (REPO_ROOT / "events").glob("*.json") if p.name != "env.json"]
+    routes = {json.loads(p.read_text())["routeKey"] for p in events}
+    assert routes == {f"{method} {path}" for method, path in ROUTES}
+    for path in events:
+        event = json.loads(path.read_text())
+        assert event["version"] == "2.0"
+        assert event["requestContext"]["routeKey"] == event["routeKey"]
+        assert event["requestContext"]["http"]["path"] == event["rawPath"]
