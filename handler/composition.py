@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from botocore.config import Config
 from fastapi import APIRouter, FastAPI
 
 from handler.app import create_app
@@ -24,6 +25,14 @@ from handler.policy.store import PolicyStore
 from handler.settings import Settings
 
 _STANDARD_RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
+# botocore's defaults (60 s connect and read timeouts; DynamoDB's legacy mode retries 10 times) let a hung S3 hold
+# a cold start for minutes (Lambda's init phase is 10 s) and a throttled table hold a request past API Gateway's
+# 30 s. Bounded here: found by tests/reliability/test_faults_aws.py. read_timeout is per socket read, not per
+# download, so large index files still fetch.
+S3_CLIENT_CONFIG = Config(connect_timeout=2, read_timeout=3, retries={"mode": "standard", "total_max_attempts": 2})
+DYNAMODB_CLIENT_CONFIG = Config(
+    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3}
+)
 
 
 class JsonFormatter(logging.Formatter):
@@ -63,7 +72,7 @@ def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> Polic
         if dynamodb_client is None:
             import boto3
 
-            dynamodb_client = boto3.client("dynamodb")
+            dynamodb_client = boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG)
         inner: PolicyStore = DynamoPolicyStore(dynamodb_client, policy_table_names(settings))
     else:
         assert settings.policy_file is not None
@@ -83,6 +92,10 @@ def build_app(
     settings = settings or Settings()  # pydantic-settings reads the environment
     configure_logging(settings.log_level)
     embedder = embedder or OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
+    if s3_client is None and settings.index_location.startswith("s3://"):
+        import boto3
+
+        s3_client = boto3.client("s3", config=S3_CLIENT_CONFIG)
     holder = IndexHolder(
         open_store(settings.index_location, s3_client),
         settings.index_cache_dir,
