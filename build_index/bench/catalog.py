@@ -13,6 +13,8 @@ import json
 import random
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from handler.catalog import Tool
 from handler.ranking.text import index_text
 
@@ -43,16 +45,18 @@ def _pool(shared: Path) -> list[Tool]:
                 continue
             seen.update((qualified, text))
             schema = row.get("input_schema")
-            pool.append(
-                Tool.model_construct(
-                    name=qualified,
-                    description=str(row.get("description") or ""),
-                    input_schema=schema if isinstance(schema, dict) else EMPTY_SCHEMA,
-                    app=app,
-                    executor=None,
-                    requirements=None,
+            try:  # the same validation a real catalog row gets: e.g. a versioned name would not load
+                tool = Tool.model_validate(
+                    {
+                        "name": qualified,
+                        "description": str(row.get("description") or ""),
+                        "input_schema": schema if isinstance(schema, dict) else EMPTY_SCHEMA,
+                        "app": app,
+                    }
                 )
-            )
+            except ValidationError:
+                continue
+            pool.append(tool)
     random.Random(0).shuffle(pool)  # noqa: S311 - a fixed, reproducible order, not a secret
     return pool
 
