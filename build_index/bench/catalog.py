@@ -37,16 +37,16 @@ def _pool(shared: Path) -> list[Tool]:
         for line in (shared / source).read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             name = str(row.get("name") or row["id"])
-            app, _, tool = name.rpartition(".")
+            app, _, short_name = name.rpartition(".")
             app = app or str(row.get("app") or "Bench")
-            qualified = f"{app}.{tool or name}".replace(" ", "")
+            qualified = f"{app}.{short_name or name}".replace(" ", "")
             text = index_text(qualified, str(row.get("description") or ""))
             if qualified in seen or text in seen:
                 continue
             seen.update((qualified, text))
             schema = row.get("input_schema")
             try:  # the same validation a real catalog row gets: e.g. a versioned name would not load
-                tool = Tool.model_validate(
+                entry = Tool.model_validate(
                     {
                         "name": qualified,
                         "description": str(row.get("description") or ""),
@@ -56,7 +56,7 @@ def _pool(shared: Path) -> list[Tool]:
                 )
             except ValidationError:
                 continue
-            pool.append(tool)
+            pool.append(entry)
     random.Random(0).shuffle(pool)  # noqa: S311 - a fixed, reproducible order, not a secret
     return pool
 
