@@ -11,7 +11,9 @@ Format (``version`` 1)::
 
 The file is re-read when its modification time changes, so ``toolrec policy`` edits apply to a running
 server. Writes go to a temporary file that replaces the original, so a reader never sees half a file.
-The query log lives in memory (bounded, expired records dropped): the local server is one process.
+The query log is appended to ``<policy>.queries.jsonl`` next to the policy file (one JSON object per line, a
+``query`` per select and an ``execution`` per linked call), so a local server loses none; the most recent records
+are also kept in memory (bounded, expired ones dropped) for linking executions.
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ def write_document(path: Path, document: PolicyDocument) -> None:
     Path(tmp).replace(path)
 
 
+def query_log_file(policy_file: Path) -> Path:
+    """Where the file backend appends its query log: ``policy.json`` -> ``policy.queries.jsonl``."""
+    return policy_file.with_suffix(".queries.jsonl")
+
+
 class FilePolicyStore:
     """PolicyStore and PolicyWriter over a JSON file."""
 
@@ -86,6 +93,7 @@ class FilePolicyStore:
         self._lock = threading.Lock()
         self._loaded: tuple[float, PolicyDocument] | None = None
         self._queries: OrderedDict[str, QueryRecord] = OrderedDict()
+        self.query_log_path = query_log_file(path)
 
     def document(self) -> PolicyDocument:
         try:
@@ -115,8 +123,18 @@ class FilePolicyStore:
         return next((k for k in self.document().api_keys if k.key_hash == key_hash), None)
 
     # Query log.
+    def _append_log(self, kind: str, record: BaseModel, **keys: str) -> None:
+        # Durable, not just the bounded memory copy: a load test counted records beyond MAX_LOGGED_QUERIES as lost.
+        line = json.dumps({"kind": kind, **keys, "record": record.model_dump(mode="json")}, ensure_ascii=False)
+        try:
+            with self.query_log_path.open("a", encoding="utf-8") as stream:
+                stream.write(line + "\n")
+        except OSError as exc:
+            raise PolicyUnavailableError(f"cannot append to the query log {self.query_log_path}: {exc}") from exc
+
     def put_query(self, record: QueryRecord) -> None:
         with self._lock:
+            self._append_log("query", record)
             self._queries[record.query_id] = record
             while len(self._queries) > MAX_LOGGED_QUERIES:
                 self._queries.popitem(last=False)
@@ -136,6 +154,7 @@ class FilePolicyStore:
         with self._lock:
             record = self._queries.get(query_id)
             if record is not None:
+                self._append_log("execution", execution, query_id=query_id)
                 executions = (*record.executions, execution)
                 self._queries[query_id] = record.model_copy(update={"executions": executions})
 
