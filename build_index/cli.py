@@ -113,6 +113,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    from build_index.loadtest import run_loadtest
+
+    if args.requests < 2 or args.concurrency < 1:
+        print("toolrec: loadtest needs --requests >= 2 and --concurrency >= 1", file=sys.stderr)
+        return 2
+    report = run_loadtest(args.requests, args.concurrency, args.root, args.rss_growth_mb)
+    print(json.dumps(report.as_json()) if args.json else "\n".join(report.lines()))
+    return 0 if report.passed else 1
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from build_index.stats import query_log_records, recommendation_stats, stats_report
 
@@ -187,6 +198,16 @@ def _add_quality_commands(commands: Any) -> None:
     calibration.set_defaults(run=cmd_calibrate_no_match)
 
 
+def _loadtest_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    load = commands.add_parser("loadtest", help="bounded load test of `toolrec serve` on 127.0.0.1 (select requests)")
+    load.add_argument("--requests", type=int, default=10_000, help="select requests to send")
+    load.add_argument("--concurrency", type=int, default=32, help="concurrent connections")
+    load.add_argument("--root", type=Path, default=None, help="server root to reuse (default: a fresh temp dir)")
+    load.add_argument("--rss-growth-mb", type=float, default=32.0, help="allowed server RSS growth, middle to end")
+    load.add_argument("--json", action="store_true", help="print one JSON object")
+    load.set_defaults(run=cmd_loadtest)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -242,6 +263,7 @@ def parser() -> argparse.ArgumentParser:
     stats.add_argument("--region", default=None, help="AWS region (default: the environment's)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(run=cmd_stats)
+    _loadtest_parser(commands)
     _drift_parser(commands)
     return root
 
