@@ -6,14 +6,13 @@ the deployed function are wired by the same code. Clients can be injected (tests
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 from botocore.config import Config
 from fastapi import APIRouter, FastAPI
 
+from handler import observability
 from handler.app import create_app
 from handler.embedder import Embedder, OnnxEmbedder
 from handler.index_holder import IndexHolder
@@ -24,7 +23,6 @@ from handler.policy.file_store import FilePolicyStore
 from handler.policy.store import PolicyStore
 from handler.settings import Settings
 
-_STANDARD_RECORD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None)))
 # botocore's defaults (60 s connect and read timeouts; DynamoDB's legacy mode retries 10 times) let a hung S3 hold
 # a cold start for minutes (Lambda's init phase is 10 s) and a throttled table hold a request past API Gateway's
 # 30 s. Bounded here: found by tests/reliability/test_faults_aws.py. read_timeout is per socket read, not per
@@ -33,30 +31,6 @@ S3_CLIENT_CONFIG = Config(connect_timeout=2, read_timeout=3, retries={"mode": "s
 DYNAMODB_CLIENT_CONFIG = Config(
     connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3}
 )
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per log line (CloudWatch Logs Insights queries fields directly)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD_RECORD_FIELDS})
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
-
-
-def configure_logging(level: str) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("handler")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
 
 
 def policy_table_names(settings: Settings) -> TableNames:
@@ -90,7 +64,7 @@ def build_app(
 ) -> FastAPI:
     """Everything built once: a bad setting or a missing model fails here, at init, not in a request."""
     settings = settings or Settings()  # pydantic-settings reads the environment
-    configure_logging(settings.log_level)
+    observability.configure(settings.log_level)
     embedder = embedder or OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
     if s3_client is None and settings.index_location.startswith("s3://"):
         import boto3

@@ -68,8 +68,16 @@ _state = {"cold_start": True, "emit_metrics": False}
 
 
 def configure(level: str = "INFO") -> None:
-    """Set the log level (``TOOLREC_LOG_LEVEL``); call once at cold start."""
+    """Set the log level (``TOOLREC_LOG_LEVEL``); call once at cold start.
+
+    The service's modules log through ``logging.getLogger(__name__)`` under ``handler``: that tree gets the
+    Powertools handler too, so every line is the same JSON object with the Lambda context and bound keys.
+    """
     logger.setLevel(level)
+    tree = logging.getLogger("handler")
+    tree.handlers[:] = [logger.registered_handler]
+    tree.setLevel(level)
+    tree.propagate = False
 
 
 def bind(**keys: str | None) -> None:

@@ -13,12 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from handler import observability
 from handler.catalog import Tool
 from handler.embedder import Embedder
 from handler.errors import IndexUnavailableError, PolicyUnavailableError, ServiceUnavailableError
 from handler.index_holder import IndexHolder, ServingIndex
 from handler.policy.model import Principal, QueryRecord
 from handler.policy.store import PolicyStore
+from handler.ranking.no_match import is_no_match
 from handler.ranking.query import query_text
 from handler.ranking.retriever import Hit, Method
 from handler.services.access import AccessPolicy
@@ -41,12 +43,9 @@ class Selection:
     results: tuple[TaskResult, ...]
 
 
-def matching_hits(index: ServingIndex, hits: Sequence[Hit]) -> list[Hit]:
-    """The hits that really match the task; an empty list is the calibrated "no match" (PRODUCT.md §2).
-
-    The no-match decision plugs in here. Until it is calibrated, every ranked hit is kept.
-    """
-    return list(hits)
+def matching_hits(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits that really match the task; an empty list is the calibrated "no match" (PRODUCT.md §2)."""
+    return [] if is_no_match(hits) else list(hits)
 
 
 class ToolFinder:
@@ -89,6 +88,7 @@ class ToolFinder:
         With ``isolate_failures`` (MCP SelectTools), a task whose lookup fails comes back ``unavailable``
         instead of failing the others (PRODUCT.md §3).
         """
+        started = time.perf_counter()
         index, allowed = self._scope(principal, user_id, gateway_id)
         results = []
         for task in tasks:
@@ -102,9 +102,12 @@ class ToolFinder:
                     results.append(TaskResult(task, (), unavailable=True))
                     continue
                 raise ServiceUnavailableError("the tool lookup failed; retry the request") from exc
-            tools = tuple(index.loaded.tools[h.index] for h in matching_hits(index, hits))
+            tools = tuple(index.loaded.tools[h.index] for h in matching_hits(hits))
             results.append(TaskResult(task, tools))
         selection = Selection(str(uuid.uuid4()), tuple(results))
+        observability.bind(query_id=selection.query_id, gateway_id=gateway_id or principal.gateway_id)
+        no_match = sum(1 for r in results if not r.tools and not r.unavailable)
+        observability.record_select(1000 * (time.perf_counter() - started), len(results), no_match)
         self._log_query(selection, user_id, gateway_id or principal.gateway_id)
         return selection
 

@@ -49,7 +49,9 @@ def test_top_k_defaults_and_clamps(function: Function) -> None:
 
 
 def test_gateway_filters_before_top_k(function: Function) -> None:
-    request = {"tasks": ["create a GitHub issue"], "user_id": "demo-user", "gateway_id": "support", "top_k": 20}
+    # A task that GitHub's issue tools fit as well as Zendesk's tickets: unfiltered, they would take slots.
+    task = "open an issue ticket about the login bug"
+    request = {"tasks": [task], "user_id": "demo-user", "gateway_id": "support", "top_k": 20}
     status, _, body = function.call("POST", "/v1/tools/select", request)
     assert status == 200
     found = names(body["results"][0]["suggestions"])
