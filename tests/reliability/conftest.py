@@ -4,12 +4,14 @@ loopback, a policy file, an API key) built once per module, and the one error bo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from handler.embedder import Embedder
 from tests.support.gateway_app import Backends, GatewayApp, gateway_app, prepare_for, running_backends
+from tests.support.serving import demo_tools, publish_tools
 
 ERROR_KEYS = {"name", "message", "field_errors"}
 
@@ -37,3 +39,11 @@ def backends() -> Iterator[Backends]:
 @pytest.fixture(scope="module")
 def gateway(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> GatewayApp:
     return gateway_app(prepare_for(tmp_path_factory.mktemp("reliability"), embedder, backends), embedder)
+
+
+@pytest.fixture(scope="module")
+def demo_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    """The demo catalog (96 tools), built and published to a local directory."""
+    directory = tmp_path_factory.mktemp("demo-index")
+    publish_tools(demo_tools(), str(directory), embedder)
+    return directory

@@ -226,13 +226,6 @@ def dynamodb_function(
         yield Mangum(app, lifespan="off"), throttle
 
 
-@pytest.fixture(scope="module")
-def demo_index(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) -> Path:
-    directory = tmp_path_factory.mktemp("demo-index")
-    publish_tools(demo_tools(), str(directory), embedder)
-    return directory
-
-
 def test_brief_dynamodb_throttling_is_retried_with_backoff(dynamodb_function: tuple[Mangum, Throttle]) -> None:
     function, throttle = dynamodb_function
     throttle.remaining = 1
