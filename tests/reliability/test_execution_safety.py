@@ -81,6 +81,7 @@ class Setup:
     base: str
     worker: Seen
     upstream: Seen
+    targets: tuple[str, ...]  # the registered executor endpoints: internal, never shown to callers
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,7 @@ def setup(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Itera
         (root / "policy.json").write_text(json.dumps(policy))
         settings = file_settings(str(root / "index"), root / "policy.json", root / "cache", log_level="DEBUG")
         with serve(build_app(settings, embedder=embedder)) as base:
-            yield Setup(base, worker, upstream)
+            yield Setup(base, worker, upstream, (worker_url, upstream_url))
 
 
 @pytest.fixture
@@ -219,5 +220,6 @@ def test_responses_and_logs_never_carry_the_api_key(setup: Setup, logs: list[str
     echoed = [b for b in bodies if '"received"' in b]
     assert len(echoed) == 1
     assert not [s for s in secrets for b in bodies if b not in echoed and s in b]
+    assert not [t for t in setup.targets for b in bodies if t in b]
     assert logs, "the app logged nothing: the capture is broken"
     assert not [line for line in logs for s in secrets if s in line]
