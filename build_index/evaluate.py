@@ -19,7 +19,7 @@ from typing import Any
 from build_index.build import build_index
 from build_index.metrics import completeness, ndcg, recall
 from build_index.publish import publish
-from handler.catalog import Tool
+from handler.catalog import _VERSION_SUFFIX, Tool
 from handler.embedder import Embedder
 from handler.index_format import LoadedIndex
 from handler.index_store import LocalIndexStore, load_latest
@@ -28,6 +28,8 @@ from handler.ranking.retriever import Method
 
 EVAL_CACHE = Path.home() / ".cache" / "toolrec" / "eval"
 SUBSET_FIELDS = ("subset", "task", "split", "has_context")
+# Part of the cache key: bump when what benchmark_tools hands the build changes.
+EVAL_TOOLS_VERSION = "2"
 K = 10
 
 
@@ -65,7 +67,7 @@ def benchmark_tools(bench_dir: Path) -> tuple[list[str], list[Tool]]:
     ids, tools = [], []
     for row in _read_jsonl(bench_dir / "tools.jsonl"):
         ids.append(str(row["id"]))
-        name = str(row.get("name") or row["id"])
+        name = catalog_name(str(row.get("name") or row["id"]))
         tools.append(
             Tool.model_construct(
                 name=name,
@@ -77,6 +79,16 @@ def benchmark_tools(bench_dir: Path) -> tuple[list[str], list[Tool]]:
             )
         )
     return ids, tools
+
+
+def catalog_name(name: str) -> str:
+    """A benchmark name a catalog would refuse for its version suffix ("get_data_v1", "ToolV2"), with a space
+    before the version instead: the index reads the same words (split_identifier splits on both), and the
+    index loader's catalog validation accepts it."""
+    match = _VERSION_SUFFIX.search(name)
+    if match is None:
+        return name
+    return f"{name[: match.start()]} {name[match.start() :].lstrip('_-.@')}"
 
 
 def benchmark_queries(bench_dir: Path, with_instruction: bool) -> list[Query]:
@@ -104,6 +116,7 @@ def cached_index(bench_dir: Path, embedder: Embedder, model_id: str, cache: Path
     for module in (text, analyzer):  # the text formatting and analysis decide what is indexed
         digest.update(Path(module.__file__ or "").read_bytes())
     digest.update(str(SCHEMA_VERSION).encode())
+    digest.update(EVAL_TOOLS_VERSION.encode())
     root = cache / f"{bench_dir.name}-{digest.hexdigest()[:16]}"
     store = LocalIndexStore(root)
     if not (root / "LATEST").is_file():
