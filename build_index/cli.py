@@ -77,7 +77,7 @@ def cmd_calibrate_no_match(args: argparse.Namespace) -> int:
     from build_index.evaluate import calibrate_no_match
     from build_index.model_prepare import MODEL_ID
 
-    print(json.dumps(calibrate_no_match(args.training_dir, _embedder(args), MODEL_ID)))
+    print(json.dumps(calibrate_no_match(args.training_dir, _embedder(args), MODEL_ID, args.max_queries)))
     return 0
 
 
@@ -194,6 +194,7 @@ def _add_quality_commands(commands: Any) -> None:
         "calibrate-no-match", help="compute the no-match threshold from training sets (never evaluation sets)"
     )
     calibration.add_argument("training_dir", type=Path, nargs="+", help="sets in the benchmark format")
+    calibration.add_argument("--max-queries", type=int, default=None, help="evenly spaced sample per set")
     _model_dir_option(calibration)
     calibration.set_defaults(run=cmd_calibrate_no_match)
 

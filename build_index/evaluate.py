@@ -185,17 +185,23 @@ def off_catalog_refusals(index: LoadedIndex, embedder: Embedder, method: Method,
 
 
 def calibrate_no_match(
-    training_dirs: Sequence[Path], embedder: Embedder, model_id: str, cache: Path = EVAL_CACHE
+    training_dirs: Sequence[Path],
+    embedder: Embedder,
+    model_id: str,
+    max_queries: int | None = None,
+    cache: Path = EVAL_CACHE,
 ) -> dict[str, Any]:
     """The no-match threshold from training sets (never evaluation sets): each set's queries against its
-    own catalog give the best cosine of a real request; see handler/ranking/no_match.py."""
+    own catalog give the best cosine of a real request; see handler/ranking/no_match.py. ``max_queries``
+    takes an evenly spaced, deterministic sample of a large set."""
     best: dict[str, list[float]] = {}
     for directory in training_dirs:
         loaded = cached_index(directory, embedder, model_id, cache)
-        best[directory.name] = [
-            float(loaded.ranking.dense.score(embedder.embed(q.text)).max())
-            for q in benchmark_queries(directory, with_instruction=False)
-        ]
+        queries = benchmark_queries(directory, with_instruction=False)
+        if max_queries is not None and len(queries) > max_queries:
+            step = len(queries) / max_queries
+            queries = [queries[int(i * step)] for i in range(max_queries)]
+        best[directory.name] = [float(loaded.ranking.dense.score(embedder.embed(q.text)).max()) for q in queries]
     return {"threshold": calibrate(best), "queries": {name: len(v) for name, v in best.items()}}
 
 
