@@ -247,3 +247,15 @@ def test_mcp_tool_calls_with_any_arguments_are_results(client: httpx.Client, nam
     body = response.json()
     assert body["jsonrpc"] == "2.0" and body["id"] == 7
     assert ("result" in body) != ("error" in body), body
+
+
+def test_an_unknown_user_is_served_by_the_rules_for_everyone(client: httpx.Client) -> None:
+    """No error for a user the policy never named: the `*` rules apply, and nothing is authorized for them."""
+    stranger = "nobody-\u00e9\u00e8-" + "x" * 200
+    selected = answer(client.post(SELECT, json={"tasks": ["send a slack message"], "user_id": stranger}))
+    assert selected["results"][0]["suggestions"]
+    apps = answer(client.get("/v1/apps", params={"user_id": stranger}))
+    assert {a["app_id"]: a["connected"] for a in apps["apps"]}["Slack"] is False
+    inputs = {"channel_name": "ops", "text": "hi"}
+    refused = client.post(EXECUTE, json={"tool_name": "Slack.SendMessage", "input": inputs, "user_id": stranger})
+    assert refused.status_code == 403 and answer(refused)["name"] == "authorization_required"
