@@ -5,6 +5,8 @@ exactly one record per request. Plus the query log's own guarantee: records beyo
 from __future__ import annotations
 
 import json
+import socket
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,9 +14,12 @@ import pytest
 
 import handler.policy.file_store as file_store
 from build_index.cli import main as toolrec
-from build_index.loadtest import run_loadtest
+from build_index.loadtest import run_loadtest, served
 from handler.policy.file_store import FilePolicyStore, query_log_file
+from handler.policy.keys import generate_key
 from handler.policy.model import QueryRecord
+
+HTTPX_KEEPALIVE_EXPIRY_S = 5.0  # httpx.Limits' default keepalive_expiry
 
 
 @pytest.mark.slow
@@ -54,3 +59,33 @@ def test_the_local_query_log_keeps_records_beyond_the_memory_cap(
     lines = [json.loads(line) for line in query_log_file(tmp_path / "policy.json").read_text().splitlines()]
     assert [entry["record"]["query_id"] for entry in lines] == [f"q{n}" for n in range(25)]  # none lost
     assert len(store.queries(now.timestamp())) == 10  # memory stays bounded
+
+
+def _get_healthz(connection: socket.socket) -> bytes:
+    """One request on a kept-alive connection; the whole response (b"" when the server closed the connection)."""
+    connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lengths = [int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+    length = lengths[0]
+    while len(body) < length:
+        body += connection.recv(65536)
+    return data
+
+
+@pytest.mark.slow
+def test_toolrec_serve_keeps_an_idle_connection_longer_than_clients_do(tmp_path: Path) -> None:
+    """The 10,000-request run lost one request to a reset: httpx reuses a pooled connection for up to 5 s of idle
+    time, uvicorn closed it after exactly 5 s, and a request sent in that window met the close. The server must
+    keep idle connections longer than clients (and proxies) do."""
+    with served(tmp_path / "root", generate_key()) as (base, _):
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            assert _get_healthz(connection).startswith(b"HTTP/1.1 200")
+            time.sleep(HTTPX_KEEPALIVE_EXPIRY_S + 1)
+            assert _get_healthz(connection).startswith(b"HTTP/1.1 200")
