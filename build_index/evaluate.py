@@ -24,7 +24,8 @@ from handler.embedder import Embedder
 from handler.index_format import LoadedIndex
 from handler.index_store import LocalIndexStore, load_latest
 from handler.ranking.no_match import calibrate, is_no_match
-from handler.ranking.retriever import Method
+from handler.ranking.query import embed_query, query_text
+from handler.ranking.retriever import Hit, Method
 
 EVAL_CACHE = Path.home() / ".cache" / "toolrec" / "eval"
 SUBSET_FIELDS = ("subset", "task", "split", "has_context")
@@ -145,8 +146,7 @@ def evaluate(
     refused = 0
     for query in queries:
         started = time.perf_counter()
-        vector = None if method is Method.BM25 else embedder.embed(query.text)
-        hits = index.ranking.rank(query.text, vector, K, method=method)
+        hits = _rank(index, embedder, query.text, method)
         latencies.append(time.perf_counter() - started)
         refused += is_no_match(hits)
         ranked = [ids[h.index] for h in hits]
@@ -171,6 +171,13 @@ def evaluate(
     return result
 
 
+def _rank(index: LoadedIndex, embedder: Embedder, text: str, method: Method) -> list[Hit]:
+    """A query through the same steps as select: query formation, its embeddings, the ranking."""
+    query = query_text(text)
+    vectors = None if method is Method.BM25 else embed_query(embedder, query)
+    return index.ranking.rank(query.lexical, vectors, K, method=method)
+
+
 def off_catalog_refusals(index: LoadedIndex, embedder: Embedder, method: Method, others: Sequence[Path]) -> float:
     """Share (%) of other sets' queries answered "no match" by this catalog, each set weighing the same."""
     rates = []
@@ -178,8 +185,7 @@ def off_catalog_refusals(index: LoadedIndex, embedder: Embedder, method: Method,
         queries = benchmark_queries(other, with_instruction=False)
         refused = 0
         for query in queries:
-            vector = None if method is Method.BM25 else embedder.embed(query.text)
-            refused += is_no_match(index.ranking.rank(query.text, vector, K, method=method))
+            refused += is_no_match(_rank(index, embedder, query.text, method))
         rates.append(refused / len(queries) if queries else 0.0)
     return round(100.0 * statistics.mean(rates), 2) if rates else 0.0
 
@@ -201,7 +207,9 @@ def calibrate_no_match(
         if max_queries is not None and len(queries) > max_queries:
             step = len(queries) / max_queries
             queries = [queries[int(i * step)] for i in range(max_queries)]
-        best[directory.name] = [float(loaded.ranking.dense.score(embedder.embed(q.text)).max()) for q in queries]
+        best[directory.name] = [
+            max(h.semantic or 0.0 for h in _rank(loaded, embedder, q.text, Method.DENSE)) for q in queries
+        ]
     return {"threshold": calibrate(best), "queries": {name: len(v) for name, v in best.items()}}
 
 

@@ -5,17 +5,53 @@ Today: the embedding reads the task alone (context is often long and would blur 
 384-d mean-pooled vector), and the lexical side reads the task followed by the context, which can only
 add matching words. A task that is a bare tool name ("Slack.SendMessage") gets no context, so
 ``RankingIndex.rank`` still recognizes the exact name in the lexical text.
+
+A task that asks for several things ("Block device ABC123. Also, get the engine RPM of vehicle 49.")
+needs several tools, and one mean-pooled vector of the whole text sits between them. Its sentences and
+"also/then/finally" clauses are embedded too, and a tool's semantic score is its best cosine with the
+task or any of its parts (``embed_query`` gives the rows, ``RankingIndex.rank`` takes the max). Measured
+(README "Quality"): +2.0 C@10 on toolbench_stb and sealtools, never worse on the training sets.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from handler.embedder import Embedder
+
+FloatArray = npt.NDArray[np.float32]
+
+# A new sentence starts after . ! ? or ; followed by a capital or a quote; a line break also separates.
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"'])|\n+")
+_CONNECTOR = re.compile(
+    r"(?:^|,\s*|\s+)(?:and then|and also|then|also|additionally|furthermore|moreover|finally|lastly|"
+    r"after that|afterwards|next)\b,?\s*",
+    re.IGNORECASE,
+)
+MIN_PART_WORDS = 3  # shorter pieces ("Thanks!") carry no request of their own
+MAX_PARTS = 4  # each part costs one embedding (~1-3 ms): a bound on the query's latency
 
 
 @dataclass(frozen=True)
 class QueryText:
     lexical: str  # what BM25 (and the exact-name check) reads
     semantic: str  # what the embedder reads
+    parts: tuple[str, ...] = ()  # the task's separate requests, when it has more than one
+
+
+def task_parts(task: str) -> tuple[str, ...]:
+    """The separate requests in a task, in order; none when it reads as one request."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE.split(task):
+        pieces.extend(_CONNECTOR.split(sentence))
+    parts = [p.strip(" ,.;") for p in pieces if p and len(p.split()) >= MIN_PART_WORDS]
+    return tuple(parts[:MAX_PARTS]) if len(parts) > 1 else ()
 
 
 def query_text(task: str, context: str | None = None) -> QueryText:
@@ -23,4 +59,10 @@ def query_text(task: str, context: str | None = None) -> QueryText:
     context = (context or "").strip()
     looks_like_a_name = "." in task and not any(ch.isspace() for ch in task)
     lexical = f"{task}\n{context}" if context and not looks_like_a_name else task
-    return QueryText(lexical=lexical, semantic=task)
+    return QueryText(lexical=lexical, semantic=task, parts=task_parts(task))
+
+
+def embed_query(embedder: Embedder, query: QueryText) -> FloatArray:
+    """The query's unit vectors, one row each: the whole task first, then each of its parts."""
+    rows = [embedder.embed(query.semantic)] + [embedder.embed(part) for part in query.parts]
+    return np.stack(rows).astype(np.float32)

@@ -64,8 +64,9 @@ class RankingIndex:
     ) -> list[Hit]:
         """The k best allowed tools for a query, best first; a disallowed tool never takes a slot.
 
-        ``query_vector`` is the unit-length embedding of the query (unused by BM25 alone, which returns
-        only tools sharing a term with the query). A query equal to an allowed tool's name ranks it first.
+        ``query_vector`` is the unit-length embedding of the query, or one row per part of it
+        (query.embed_query); unused by BM25 alone, which returns only tools sharing a term with the query.
+        A query equal to an allowed tool's name ranks it first.
         """
         if allowed is None:
             allowed = np.ones(len(self), dtype=bool)
@@ -91,8 +92,17 @@ class RankingIndex:
             return self.bm25.score(self.analyzer(query)), None
         if query_vector is None:
             raise ValueError(f"the {method} method needs a query vector")
-        semantic = self.dense.score(query_vector)
+        semantic = self._semantic(query_vector)
         if method is Method.DENSE:
             return semantic, semantic
         lexical = self.bm25.score(self.analyzer(query))
         return standardized_sum(lexical, semantic, allowed, self.semantic_weight), semantic
+
+    def _semantic(self, query_vector: FloatArray) -> FloatArray:
+        """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best."""
+        if query_vector.ndim == 1:
+            return self.dense.score(query_vector)
+        best = self.dense.score(query_vector[0])
+        for row in query_vector[1:]:
+            best = np.maximum(best, self.dense.score(row))
+        return best
