@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,6 +30,8 @@ from handler.mcp.gateway import listed_name
 from handler.policy.file_store import FilePolicyStore, PolicyDocument
 from handler.policy.keys import hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway
+from handler.ranking.no_match import is_no_match
+from handler.ranking.query import query_text
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
 from tests.support.serving import file_settings
 
@@ -56,8 +59,8 @@ EXAMPLES = 500
 class InMemoryPolicy(FilePolicyStore):
     """The file store's lookups over a document held in memory, so each example swaps the policy instantly."""
 
-    def __init__(self) -> None:
-        super().__init__(Path("/nonexistent/policy.json"))
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory / "policy.json")  # never read; the query log is appended next to it
         self.current = PolicyDocument()
 
     def document(self) -> PolicyDocument:
@@ -90,6 +93,17 @@ class Harness:
     client: TestClient
     policy: InMemoryPolicy
     recorder: RecordingExecutors
+    holder: IndexHolder
+    embedder: Embedder
+
+    def expected_count(self, task: str, allowed: frozenset[str], top_k: int) -> int:
+        """How many suggestions a full answer has: min(top_k, allowed), or 0 when the core itself, ranking exactly
+        the tools this test's model allows, calls the task a no match (the calibrated empty answer)."""
+        ranking = self.holder.current().loaded.ranking
+        query = query_text(task, None)
+        mask = np.array([t.name in allowed for t in self.holder.current().loaded.tools])
+        hits = ranking.rank(query.lexical, self.embedder.embed(query.semantic), top_k, mask)
+        return 0 if is_no_match(hits) else min(top_k, len(allowed))
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +112,13 @@ def harness(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.Tem
     settings_ = file_settings(str(prepared.index_dir), prepared.policy_file, prepared.root / "cache")
     holder = IndexHolder(LocalIndexStore(prepared.index_dir), prepared.root / "cache", embedder.fingerprint, 3600)
     holder.load()
-    policy = InMemoryPolicy()
+    policy = InMemoryPolicy(prepared.root)
     recorder = RecordingExecutors(default_executors())
     app = create_app(
         settings_, index_holder=holder, embedder=embedder, policy_store=policy, executors=recorder.by_kind()
     )
     with TestClient(app, headers={"Authorization": f"Bearer {KEY}"}) as client:
-        yield Harness(client, policy, recorder)
+        yield Harness(client, policy, recorder, holder, embedder)
 
 
 def matches(pattern: str, name: str) -> bool:
@@ -221,7 +235,7 @@ def check_rest(h: Harness, policy: PolicyDocument, requested: str | None, task: 
     if want.status == 200:
         names = [s["tool_name"] for s in selected.json()["results"][0]["suggestions"]]
         assert set(names) <= want.allowed
-        assert len(names) == min(top_k, len(want.allowed))  # no slot lost to a filtered-out tool
+        assert len(names) == h.expected_count(task, want.allowed, top_k)  # no slot lost to a filtered-out tool
         assert {s["tool_name"] for s in searched.json()["results"]} <= want.allowed
     key_scope = expect(policy, None)
     apps = h.client.get("/v1/apps", params={"user_id": USER})
@@ -233,7 +247,7 @@ def check_rest(h: Harness, policy: PolicyDocument, requested: str | None, task: 
         assert {a["app_id"]: a["tool_count"] for a in apps.json()["apps"]} == counts
 
 
-def check_mcp_listing(h: Harness, policy: PolicyDocument, gateway_id: str) -> Expect:
+def check_mcp_listing(h: Harness, policy: PolicyDocument, gateway_id: str, task: str) -> Expect:
     want = expect(policy, gateway_id)
     listed = rpc(h, gateway_id, "tools/list")
     assert listed.status_code == want.status, listed.text
@@ -245,9 +259,9 @@ def check_mcp_listing(h: Harness, policy: PolicyDocument, gateway_id: str) -> Ex
         assert names == META
     else:
         assert sorted(names) == sorted(listed_name(n) for n in want.allowed)
-    selected = rpc(h, gateway_id, "tools/call", {"name": "Toolrec_SelectTools", "arguments": {"tasks": ["do it"]}})
+    selected = rpc(h, gateway_id, "tools/call", {"name": "Toolrec_SelectTools", "arguments": {"tasks": [task]}})
     tools = [t["tool_name"] for t in selected.json()["result"]["structuredContent"]["results"][0]["tools"]]
-    assert set(tools) <= want.allowed and len(tools) == min(5, len(want.allowed))
+    assert set(tools) <= want.allowed and len(tools) == h.expected_count(task, want.allowed, 5)
     return want
 
 
@@ -300,5 +314,5 @@ def test_no_entry_point_reveals_or_runs_a_disallowed_tool(
 ) -> None:
     harness.policy.current = policy
     check_rest(harness, policy, requested, task, top_k)
-    want = check_mcp_listing(harness, policy, mcp_gateway)
+    want = check_mcp_listing(harness, policy, mcp_gateway, task)
     check_runs(harness, policy, mcp_gateway, want, tool)
