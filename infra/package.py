@@ -53,7 +53,7 @@ LAMBDA_TASK_ROOT = "/var/task"
 
 def lambda_python() -> str:
     """An interpreter of the Lambda runtime's version, to compile bytecode and to test the package with."""
-    pyenv = Path.home() / ".pyenv" / "versions"
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
     candidates = [os.environ.get("TOOLREC_LAMBDA_PYTHON", ""), shutil.which(f"python{PYTHON_VERSION}") or ""]
     candidates += sorted(str(p) for p in pyenv.glob(f"{PYTHON_VERSION}*/bin/python{PYTHON_VERSION}"))
     for candidate in filter(None, candidates):
