@@ -18,6 +18,7 @@ import pytest
 from mangum import Mangum
 from moto import mock_aws
 
+from handler.catalog import Tool
 from handler.composition import build_app
 from handler.embedder import OnnxEmbedder
 from handler.index_format import BUILDS, MANIFEST
@@ -33,6 +34,12 @@ from tests.support.serving import (
 )
 
 BUCKET, PREFIX = "bad-builds", "tenant"
+COFFEE = Tool(
+    name="Acme.OrderCoffee",
+    description="Order a coffee from the Acme office kitchen.",
+    input_schema={"type": "object", "properties": {"size": {"type": "string"}}},
+    app="Acme",
+)
 Breaker = Callable[[Any, str], None]
 
 
@@ -106,6 +113,7 @@ def test_a_broken_latest_is_refused_and_the_previous_build_keeps_serving(
         build_id, top = served_build(function)
         assert build_id == first and top != [ROCKET.name]
 
-    fixed = publish_tools([*demo_tools(), ROCKET], location, embedder, s3)
+    # Another catalog, so another build id even within the same second (ids are a timestamp and a content hash).
+    fixed = publish_tools([*demo_tools(), ROCKET, COFFEE], location, embedder, s3)
     assert fixed != broken
     assert served_build(function) == (fixed, [ROCKET.name])
