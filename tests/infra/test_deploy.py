@@ -22,7 +22,7 @@ from infra.deploy import API_URL, parameter_overrides, plan
 from infra.smoke import run_smoke
 from infra.tenant import load_tenant, tenant_names
 from tests.infra.conftest import REPO_ROOT
-from tests.infra.moto_server import CREDENTIALS, moto_server
+from tests.support.moto_server import CREDENTIALS, moto_server
 from tests.support.servers import serve
 from tests.support.serving import API_KEY, file_settings, write_test_policy
 

@@ -31,7 +31,7 @@ from infra.package import (
 )
 from infra.package import unzipped_size as package_size
 from tests.infra.conftest import REPO_ROOT
-from tests.infra.moto_server import CREDENTIALS, moto_server
+from tests.support.moto_server import CREDENTIALS, moto_server
 from tests.support.serving import demo_tools, publish_tools
 
 EVENTS = REPO_ROOT / "events"

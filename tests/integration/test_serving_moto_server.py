@@ -4,10 +4,6 @@ picked up without failing any of them."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +16,9 @@ from handler.composition import build_app
 from handler.embedder import OnnxEmbedder
 from handler.settings import Settings
 from tests.integration.test_serving_aws import BUCKET, PREFIX, ROCKET, TABLES, write_policy_with_cli
-from tests.support.servers import free_port, serve
+from tests.support.moto_server import CREDENTIALS
+from tests.support.moto_server import moto_server as run_moto_server
+from tests.support.servers import serve
 from tests.support.serving import API_KEY, demo_tools, publish_tools
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -28,33 +26,12 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 @pytest.fixture
 def moto_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    port = free_port()
-    executable = shutil.which("moto_server", path=str(Path(sys.executable).parent)) or "moto_server"
-    process = subprocess.Popen(
-        [executable, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(f"{url}/moto-api/", timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("moto_server did not start") from None
-                time.sleep(0.1)
+    with run_moto_server() as url:
         # Every boto3 client, the service's own included, talks to moto_server over HTTP.
         monkeypatch.setenv("AWS_ENDPOINT_URL", url)
-        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        for name, value in TABLES.items():
+        for name, value in {**CREDENTIALS, **TABLES}.items():
             monkeypatch.setenv(name, value)
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def test_s3_and_dynamodb_over_http_with_a_swap_under_load(
