@@ -21,7 +21,7 @@ from handler.index_holder import IndexHolder, ServingIndex
 from handler.policy.model import Principal, QueryRecord
 from handler.policy.store import PolicyStore
 from handler.ranking.no_match import is_no_match
-from handler.ranking.query import query_text
+from handler.ranking.query import embed_query, query_text
 from handler.ranking.retriever import Hit, Method
 from handler.services.access import AccessPolicy
 from handler.services.tool_table import BoolArray
@@ -94,7 +94,7 @@ class ToolFinder:
         for task in tasks:
             query = query_text(task, context)
             try:
-                vector = self.embedder.embed(query.semantic)
+                vector = embed_query(self.embedder, query)
                 hits = index.loaded.ranking.rank(query.lexical, vector, top_k, allowed, Method.HYBRID)
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")

@@ -29,7 +29,7 @@ from handler.policy.model import (
     QueryRecord,
 )
 from handler.ranking.no_match import is_no_match
-from handler.ranking.query import query_text
+from handler.ranking.query import embed_query, query_text
 from handler.services.access import AccessPolicy
 from handler.services.select import ToolFinder
 from tests.support.serving import demo_tools, publish_tools
@@ -155,7 +155,7 @@ def test_select_and_search_only_return_allowed_tools(
     index = holder.current().loaded.ranking
     query = query_text(task, None)
     mask = np.array([name in allowed for name in TOOL_NAMES])
-    expected_hits = index.rank(query.lexical, embedder.embed(query.semantic), top_k, mask)
+    expected_hits = index.rank(query.lexical, embed_query(embedder, query), top_k, mask)
     assert len(selected) == (0 if is_no_match(expected_hits) else min(top_k, len(allowed)))
 
     found = [t.name for t in finder.search(principal, USER, task, gateway_id, top_k)]

@@ -31,7 +31,7 @@ from handler.policy.file_store import FilePolicyStore, PolicyDocument
 from handler.policy.keys import hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway
 from handler.ranking.no_match import is_no_match
-from handler.ranking.query import query_text
+from handler.ranking.query import embed_query, query_text
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
 from tests.support.serving import file_settings
 
@@ -102,7 +102,7 @@ class Harness:
         ranking = self.holder.current().loaded.ranking
         query = query_text(task, None)
         mask = np.array([t.name in allowed for t in self.holder.current().loaded.tools])
-        hits = ranking.rank(query.lexical, self.embedder.embed(query.semantic), top_k, mask)
+        hits = ranking.rank(query.lexical, embed_query(self.embedder, query), top_k, mask)
         return 0 if is_no_match(hits) else min(top_k, len(allowed))
 
 
