@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -108,7 +109,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from build_index.bench.run import format_report, run
 
     sizes = [int(size) for size in args.sizes.split(",")]
-    figures = run(sizes, args.queries, time_build=not args.no_build_timing)
+    # The service logs JSON lines to stdout (Lambda's convention); here stdout is the report alone.
+    with contextlib.redirect_stdout(sys.stderr):
+        figures = run(sizes, args.queries, time_build=not args.no_build_timing)
     print(json.dumps(figures) if args.json else format_report(figures))
     return 0
 

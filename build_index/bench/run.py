@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -58,8 +59,8 @@ def cached_index(size: int, embedder: OnnxEmbedder, model_dir: Path) -> tuple[Pa
     """The size's index, built once per model and code version; the build time when built now."""
     from handler.ranking import analyzer, text
 
-    version = "".join(Path(m.__file__ or "").read_text() for m in (text, analyzer))
-    root = CACHE / f"n{size}-{embedder.fingerprint[:10]}-{abs(hash(version)) % 10**8}"
+    version = hashlib.sha256(b"".join(Path(m.__file__ or "").read_bytes() for m in (text, analyzer)))
+    root = CACHE / f"n{size}-{embedder.fingerprint[:10]}-{version.hexdigest()[:12]}"
     if (root / LATEST).is_file():
         return root, None
     return root, build_timed(size, root, embedder, model_dir)
