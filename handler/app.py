@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from handler import observability
 from handler.api.errors import install_error_handlers
 from handler.api.limits import BodySizeLimit
 from handler.api.routes import apps, execute, health, mcp, tools
@@ -59,8 +61,21 @@ def create_app(
         app.include_router(router, responses=responses)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_middleware(FreshLogKeys)
     _exact_openapi(app)
     return app
+
+
+class FreshLogKeys:
+    """Each request logs with its own query_id/gateway_id, never the ones a previous request bound."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            observability.unbind_request()
+        await self.app(scope, receive, send)
 
 
 def _exact_openapi(app: FastAPI) -> None:

@@ -88,6 +88,12 @@ def bind(**keys: str | None) -> None:
     logger.append_keys(**{name: value for name, value in keys.items() if value is not None})
 
 
+def unbind_request() -> None:
+    """Forget the query and gateway a previous request bound. In Lambda ``instrument`` starts every invocation
+    afresh; under ``toolrec serve`` the app calls this at the start of each request instead."""
+    logger.remove_keys(["query_id", "gateway_id"])
+
+
 def record_select(latency_ms: float, tasks: int, no_match: int) -> None:
     """Metrics of one select request: its latency, how many tasks it ranked, how many found no tool."""
     if not _state["emit_metrics"]:

@@ -61,3 +61,27 @@ def test_no_api_key_or_tool_input_in_any_log_line(
         ("POST /v1/tools/execute", statuses[1]),
         ("POST /v1/tools/select", 401),
     ]
+
+
+def test_outside_lambda_a_request_never_logs_an_earlier_requests_query_id(
+    tmp_path: Path, embedder: OnnxEmbedder, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # No instrument(): as under `toolrec serve`, where nothing but the app resets the bound keys per request.
+    index = tmp_path / "index"
+    publish_tools(demo_tools(), str(index), embedder)
+    settings = file_settings(str(index), write_test_policy(tmp_path / "policy.json"), tmp_path / "cache")
+    with lambda_thread_loop():
+        app = build_app(settings.model_copy(update={"log_level": "DEBUG"}), embedder=embedder)
+        handler = Mangum(app, lifespan="off")
+        status, _, body = invoke(
+            handler, apigw_event("POST", "/v1/tools/select", {"tasks": ["send a Slack message"], "user_id": "ana"})
+        )
+        assert status == 200
+        capfd.readouterr()
+        publish_tools(demo_tools()[:-1], str(index), embedder)  # a new build: the next request logs the swap
+        app.state.services.holder._next_check = 0.0
+        assert invoke(handler, apigw_event("POST", "/v1/tools/search", {"query": "slack", "user_id": "ana"}))[0] == 200
+    captured = capfd.readouterr()
+    lines = [json.loads(line) for line in (captured.out + captured.err).splitlines() if line.startswith("{")]
+    assert lines, "the second request logged nothing to check"
+    assert all(line.get("query_id") != body["query_id"] for line in lines)
