@@ -81,9 +81,6 @@ class RankingIndex:
             return [Hit(int(i), float(scores[i])) for i in chosen]
         return [Hit(int(i), float(scores[i]), float(cosines[i])) for i in chosen]
 
-    def scores(self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method) -> FloatArray:
-        return self._scores(query, query_vector, allowed, method)[0]
-
     def _scores(
         self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method
     ) -> tuple[FloatArray, FloatArray | None]:
