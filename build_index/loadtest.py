@@ -12,7 +12,6 @@ import asyncio
 import itertools
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from build_index.loopback import free_port
 from handler.policy.file_store import query_log_file
 from handler.policy.keys import generate_key
 
@@ -88,17 +88,10 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def served(root: Path, api_key: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``toolrec serve`` on a free loopback port under ``root``, until the block ends."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "build_index.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "TOOLREC_API_KEY": api_key}
     # The server's own log goes to a file: shown only if it fails to start.

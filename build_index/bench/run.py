@@ -18,6 +18,7 @@ from typing import Any
 
 from build_index.bench.catalog import bench_queries, grow_catalog
 from build_index.build import build_index, default_workers
+from build_index.loopback import free_port
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.embedder import OnnxEmbedder
@@ -91,15 +92,6 @@ def in_process(app: Any, queries: Sequence[str]) -> Figures:
         "select": timed(lambda q: finder.select(principal, DEMO_USER, [q], None, "default", 5), queries),
         "bm25": timed(lambda q: finder.search(principal, DEMO_USER, q, "default", 5), queries),
     }
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
