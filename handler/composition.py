@@ -7,9 +7,8 @@ the deployed function are wired by the same code. Clients can be injected (tests
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from botocore.config import Config
 from fastapi import APIRouter, FastAPI
 
 from handler import observability
@@ -18,22 +17,33 @@ from handler.embedder import Embedder, OnnxEmbedder
 from handler.index_holder import IndexHolder
 from handler.index_store import open_store
 from handler.policy.cached import CachedPolicyStore
-from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 from handler.policy.file_store import FilePolicyStore
 from handler.policy.store import PolicyStore
 from handler.settings import Settings
 
+if TYPE_CHECKING:
+    from handler.policy.dynamodb_store import TableNames
+
 # botocore's defaults (60 s connect and read timeouts; DynamoDB's legacy mode retries 10 times) let a hung S3 hold
 # a cold start for minutes (Lambda's init phase is 10 s) and a throttled table hold a request past API Gateway's
 # 30 s. Bounded here: found by tests/reliability/test_faults_aws.py. read_timeout is per socket read, not per
-# download, so large index files still fetch.
-S3_CLIENT_CONFIG = Config(connect_timeout=2, read_timeout=3, retries={"mode": "standard", "total_max_attempts": 2})
-DYNAMODB_CLIENT_CONFIG = Config(
-    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 3}
-)
+# download, so large index files still fetch. (botocore.config.Config options: boto3 and botocore are imported only
+# where an AWS client is made, ~0.3 s that a local server never needs.)
+S3_CLIENT_OPTIONS: dict[str, Any] = {
+    "connect_timeout": 2,
+    "read_timeout": 3,
+    "retries": {"mode": "standard", "total_max_attempts": 2},
+}
+DYNAMODB_CLIENT_OPTIONS: dict[str, Any] = {
+    "connect_timeout": 1,
+    "read_timeout": 2,
+    "retries": {"mode": "standard", "total_max_attempts": 3},
+}
 
 
 def policy_table_names(settings: Settings) -> TableNames:
+    from handler.policy.dynamodb_store import TableNames
+
     assert settings.policy_table and settings.connections_table  # checked by Settings' validator
     assert settings.api_keys_table and settings.query_log_table
     return TableNames(
@@ -43,10 +53,13 @@ def policy_table_names(settings: Settings) -> TableNames:
 
 def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
     if settings.policy_backend == "dynamodb":
+        from handler.policy.dynamodb_store import DynamoPolicyStore
+
         if dynamodb_client is None:
             import boto3
+            from botocore.config import Config
 
-            dynamodb_client = boto3.client("dynamodb", config=DYNAMODB_CLIENT_CONFIG)
+            dynamodb_client = boto3.client("dynamodb", config=Config(**DYNAMODB_CLIENT_OPTIONS))
         inner: PolicyStore = DynamoPolicyStore(dynamodb_client, policy_table_names(settings))
     else:
         assert settings.policy_file is not None
@@ -68,8 +81,9 @@ def build_app(
     embedder = embedder or OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
     if s3_client is None and settings.index_location.startswith("s3://"):
         import boto3
+        from botocore.config import Config
 
-        s3_client = boto3.client("s3", config=S3_CLIENT_CONFIG)
+        s3_client = boto3.client("s3", config=Config(**S3_CLIENT_OPTIONS))
     holder = IndexHolder(
         open_store(settings.index_location, s3_client),
         settings.index_cache_dir,

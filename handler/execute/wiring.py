@@ -2,35 +2,49 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from handler.execute.base import Dispatcher, ToolCall, ToolExecutor
-from handler.execute.http_executor import HttpExecutor
-from handler.execute.lambda_executor import LambdaClient, LambdaExecutor, lambda_client
-from handler.execute.mcp_executor import McpExecutor
 from handler.execute.service import ExecutionService
 from handler.services.container import Services
 
 
-class _LazyLambdaExecutor:
-    """Creates the boto3 client on the first ``lambda`` call: a local server with no AWS region configured
-    still starts, and a deployment without Lambda tools never builds the client."""
+class _BuiltOnFirstCall:
+    """An executor made on its first call. Their imports and set-up (the MCP SDK and httpx ~0.8 s, a TLS context
+    ~0.15 s each, a boto3 client) would otherwise be paid by every cold start, also by deployments whose catalog
+    has no tool of that kind; and a local server with no AWS region configured still starts."""
 
-    def __init__(self) -> None:
-        self._executor: LambdaExecutor | None = None
+    def __init__(self, build: Callable[[], ToolExecutor]) -> None:
+        self._build = build
+        self._executor: ToolExecutor | None = None
 
     async def call(self, call: ToolCall) -> Any:
         if self._executor is None:
-            self._executor = LambdaExecutor(lambda_client())
+            self._executor = self._build()
         return await self._executor.call(call)
 
 
-def default_executors(lambda_client_: LambdaClient | None = None) -> dict[str, ToolExecutor]:
-    lambda_executor: ToolExecutor = (
-        LambdaExecutor(lambda_client_) if lambda_client_ is not None else _LazyLambdaExecutor()
-    )
-    return {"http": HttpExecutor(), "mcp": McpExecutor(), "lambda": lambda_executor}
+def _http() -> ToolExecutor:
+    from handler.execute.http_executor import HttpExecutor
+
+    return HttpExecutor()
+
+
+def _mcp() -> ToolExecutor:
+    from handler.execute.mcp_executor import McpExecutor
+
+    return McpExecutor()
+
+
+def _lambda() -> ToolExecutor:
+    from handler.execute.lambda_executor import LambdaExecutor, lambda_client
+
+    return LambdaExecutor(lambda_client())
+
+
+def default_executors() -> dict[str, ToolExecutor]:
+    return {"http": _BuiltOnFirstCall(_http), "mcp": _BuiltOnFirstCall(_mcp), "lambda": _BuiltOnFirstCall(_lambda)}
 
 
 def build_execution(services: Services, executors: Mapping[str, ToolExecutor] | None = None) -> ExecutionService:

@@ -109,3 +109,18 @@ def test_outside_lambda_select_metrics_are_not_buffered(capsys: pytest.CaptureFi
     observability.record_select(latency_ms=1.0, tasks=1, no_match=0)
     assert not observability.metrics.metric_set
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("environ", "enabled"),
+    [
+        ({"AWS_LAMBDA_FUNCTION_NAME": "toolrec-acme", "POWERTOOLS_TRACE_DISABLED": "false"}, True),
+        ({"AWS_LAMBDA_FUNCTION_NAME": "toolrec-acme"}, True),
+        ({"AWS_LAMBDA_FUNCTION_NAME": "toolrec-acme", "POWERTOOLS_TRACE_DISABLED": "true"}, False),
+        ({"AWS_LAMBDA_FUNCTION_NAME": "toolrec-acme", "POWERTOOLS_TRACE_DISABLED": "1"}, False),
+        ({"AWS_LAMBDA_FUNCTION_NAME": "toolrec-acme", "AWS_SAM_LOCAL": "true"}, False),
+        ({"POWERTOOLS_TRACE_DISABLED": "false"}, False),  # outside Lambda (toolrec serve, tests)
+    ],
+)
+def test_tracing_follows_the_template_switch_inside_lambda_only(environ: dict[str, str], enabled: bool) -> None:
+    assert observability.tracing_enabled(environ) is enabled

@@ -19,7 +19,7 @@ from mangum import Mangum
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
-from handler.composition import DYNAMODB_CLIENT_CONFIG, build_app
+from handler.composition import DYNAMODB_CLIENT_OPTIONS, build_app
 from handler.embedder import OnnxEmbedder
 from handler.settings import Settings
 from tests.integration.test_serving_aws import TABLES, write_policy_with_cli
@@ -246,7 +246,7 @@ def test_sustained_dynamodb_throttling_is_a_bounded_clean_503(dynamodb_function:
     assert API_KEY not in str(body)
     print(f"\nthrottled: {len(throttle.attempts)} attempts, 503 after {elapsed:.2f} s")
     # Retried, a bounded number of times (the composition root's client configuration), then given up.
-    assert len(throttle.attempts) == DYNAMODB_CLIENT_CONFIG.retries["total_max_attempts"], throttle.attempts
+    assert len(throttle.attempts) == DYNAMODB_CLIENT_OPTIONS["retries"]["total_max_attempts"], throttle.attempts
     assert elapsed < 10, elapsed  # well inside API Gateway's 30 s
     throttle.remaining = 0
     status, body = select(function, user_id="u")
