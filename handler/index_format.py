@@ -2,8 +2,9 @@
 
 A build is a directory ``builds/<build_id>/`` holding ``manifest.json`` (schema version, model
 fingerprint, analyzer and BM25 parameters, sha256 of every file) and plain ``.npy`` arrays written with
-``allow_pickle=False`` plus ``tools.json``. ``LATEST`` names the current build and is written last, so no
-reader ever sees half an index.
+``allow_pickle=False``, the tool records (``tools.jsonl``, one a line, read lazily: handler/tool_records.py)
+and the keys every request needs of every tool (``tool_keys.json``: names, apps, authorization flags).
+``LATEST`` names the current build and is written last, so no reader ever sees half an index.
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.dense import QuantizedVectors
 from handler.ranking.retriever import RankingIndex
+from handler.tool_records import ToolKeys, ToolRecords, to_jsonl
 
-SCHEMA_VERSION = 1
+# 2: tools.json (a list validated whole at load) became tools.jsonl + tool_keys.json (records parsed on demand).
+SCHEMA_VERSION = 2
 LATEST = "LATEST"
 BUILDS = "builds"
 MANIFEST = "manifest.json"
-TOOLS = "tools.json"
+TOOLS = "tools.jsonl"
+TOOL_KEYS = "tool_keys.json"
 VOCABULARY = "bm25_vocabulary.json"
 ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weights")
 
@@ -77,7 +81,7 @@ class BuiltIndex:
 @dataclass(frozen=True)
 class LoadedIndex:
     manifest: Manifest
-    tools: Sequence[Tool]
+    tools: ToolRecords
     ranking: RankingIndex
 
 
@@ -98,8 +102,8 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
     for name, array in arrays.items():
         np.save(directory / f"{name}.npy", array, allow_pickle=False)
     (directory / VOCABULARY).write_text(json.dumps(built.bm25.vocabulary, ensure_ascii=False))
-    tools = [tool.model_dump(mode="json", exclude_none=True) for tool in built.tools]
-    (directory / TOOLS).write_text(json.dumps(tools, ensure_ascii=False, sort_keys=True))
+    (directory / TOOLS).write_text(to_jsonl(built.tools), encoding="utf-8")
+    (directory / TOOL_KEYS).write_text(ToolKeys.of(built.tools).to_json(), encoding="utf-8")
     files = {path.name: sha256_file(path) for path in sorted(directory.iterdir()) if path.name != MANIFEST}
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     manifest = Manifest(
@@ -141,7 +145,7 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
             f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
             f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
         )
-    expected = {f"{name}.npy" for name in ARRAYS} | {TOOLS, VOCABULARY}
+    expected = {f"{name}.npy" for name in ARRAYS} | {TOOLS, TOOL_KEYS, VOCABULARY}
     if set(manifest.files) != expected:
         raise IntegrityError(
             f"index {manifest.build_id} lists files {sorted(manifest.files)}, expected {sorted(expected)}"
@@ -153,7 +157,9 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
         if sha256_file(path) != digest:
             raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
     arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
-    tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS).read_text())]
+    tools = ToolRecords((directory / TOOLS).read_bytes(), _tool_keys(directory / TOOL_KEYS))
+    if len(tools) != manifest.tool_count:
+        raise IntegrityError(f"index {manifest.build_id} holds {len(tools)} tools, manifest: {manifest.tool_count}")
     vocabulary = json.loads((directory / VOCABULARY).read_text())
     bm25 = BM25Index(vocabulary, arrays["bm25_indptr"], arrays["bm25_doc_ids"], arrays["bm25_weights"], len(tools))
     analyzer = Analyzer(frozenset(manifest.analyzer.stopwords), manifest.analyzer.stemming)
@@ -162,5 +168,12 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
         raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
     dense = Int8Scorer(vectors)
     options = {} if semantic_weight is None else {"semantic_weight": semantic_weight}
-    ranking = RankingIndex([t.name for t in tools], bm25, dense, analyzer, **options)
+    ranking = RankingIndex(tools.keys.names, bm25, dense, analyzer, **options)
     return LoadedIndex(manifest, tools, ranking)
+
+
+def _tool_keys(path: Path) -> ToolKeys:
+    try:
+        return ToolKeys.from_json(path.read_bytes())
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IntegrityError(f"{path.name} is not a valid tool key file ({exc})") from exc

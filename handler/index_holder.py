@@ -17,8 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from handler.errors import IndexUnavailableError, IntegrityError
 from handler.index_format import LoadedIndex
 from handler.index_store import IndexStore, load_latest
@@ -27,13 +25,6 @@ from handler.services.tool_table import ToolTable
 log = logging.getLogger(__name__)
 # While no index is loaded, retry sooner than the normal refresh interval: the first build may be on its way.
 UNAVAILABLE_RETRY_SECONDS = 5.0
-
-
-def _describe(exc: Exception) -> str:
-    """A failure reason fit for /healthz and a 503 body: no validation internals."""
-    if isinstance(exc, ValidationError):
-        return f"the index holds {exc.error_count()} invalid record(s); rebuild it with this toolrec version"
-    return str(exc)
 
 
 @dataclass(frozen=True)
@@ -128,7 +119,7 @@ class IndexHolder:
             self._error = None
             self._next_check = now + self.refresh_seconds
         except (IndexUnavailableError, IntegrityError, OSError, ValueError) as exc:
-            self._error = _describe(exc)
+            self._error = str(exc)
             # Keep serving the previous build if there is one; retry sooner while there is none.
             retry = self.refresh_seconds if self._current is not None else UNAVAILABLE_RETRY_SECONDS
             self._next_check = now + min(retry, self.refresh_seconds) if self.refresh_seconds else now

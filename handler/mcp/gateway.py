@@ -106,9 +106,9 @@ class GatewayHost:
         if dotted.casefold() in by_name:
             return dotted
         wanted = name.casefold()
-        for tool in self.index.table.tools:  # an app outside that convention: the rare, slow path
-            if listed_name(tool.name).casefold() == wanted:
-                return tool.name
+        for catalog_name in self.index.table.names:  # an app outside that convention: the rare, slow path
+            if listed_name(catalog_name).casefold() == wanted:
+                return catalog_name
         return name
 
     async def _select(self, arguments: Mapping[str, Any]) -> types.CallToolResult:

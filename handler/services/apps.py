@@ -52,8 +52,7 @@ class AppDirectory:
         for i in np.flatnonzero(mask).tolist():
             app = index.table.apps[i]
             counts[app] = counts.get(app, 0) + 1
-            requirements = index.table.tools[i].requirements
-            if requirements is not None and requirements.authorization:
+            if index.table.needs_authorization[i]:
                 needs_auth.add(app)
         ordered = sorted(counts)
         page = ordered[offset : offset + limit]

@@ -14,35 +14,34 @@ import numpy.typing as npt
 
 from handler.catalog import Tool
 from handler.policy.model import ALL_TOOLS
+from handler.tool_records import ToolRecords
 
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
 
 
-def app_of(tool: Tool) -> str:
-    """The app a tool belongs to: the ``App`` of ``App.ToolName`` (what ``App.*`` patterns name)."""
-    prefix, dot, _ = tool.name.partition(".")
-    return prefix if dot else tool.app
-
-
 @dataclass(frozen=True)
 class ToolTable:
     tools: Sequence[Tool]
+    names: tuple[str, ...]
     by_name: dict[str, int]
     by_app: dict[str, IndexArray]
     apps: tuple[str, ...]  # the app of each tool, by index
+    needs_authorization: BoolArray  # whether each tool requires the user to authorize its app
 
     @classmethod
-    def of(cls, tools: Sequence[Tool]) -> ToolTable:
-        apps = tuple(app_of(t) for t in tools)
+    def of(cls, tools: ToolRecords) -> ToolTable:
+        keys = tools.keys  # built from the keys alone: no tool record is parsed here
         grouped: dict[str, list[int]] = {}
-        for i, app in enumerate(apps):
+        for i, app in enumerate(keys.apps):
             grouped.setdefault(app.casefold(), []).append(i)
         return cls(
             tools=tools,
-            by_name={t.name.casefold(): i for i, t in enumerate(tools)},
+            names=keys.names,
+            by_name={name.casefold(): i for i, name in enumerate(keys.names)},
             by_app={app: np.asarray(ids, dtype=np.intp) for app, ids in grouped.items()},
-            apps=apps,
+            apps=keys.apps,
+            needs_authorization=keys.needs_authorization,
         )
 
     def __len__(self) -> int:

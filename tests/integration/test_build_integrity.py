@@ -46,7 +46,9 @@ def test_an_intact_build_loads(build_dir: Path, embedder: OnnxEmbedder) -> None:
     assert load_build(build_dir, embedder.fingerprint).manifest.tool_count == 12
 
 
-@pytest.mark.parametrize("name", ["vectors.npy", "vector_scales.npy", "bm25_weights.npy", "tools.json"])
+@pytest.mark.parametrize(
+    "name", ["vectors.npy", "vector_scales.npy", "bm25_weights.npy", "tools.jsonl", "tool_keys.json"]
+)
 def test_a_corrupted_file_is_refused(build_dir: Path, embedder: OnnxEmbedder, name: str) -> None:
     flip_bytes(build_dir / name)
     with pytest.raises(IntegrityError, match=rf"{name} does not match its sha256 \(corrupt or partial\)"):
@@ -77,10 +79,10 @@ def edit_manifest(build_dir: Path, change: dict[str, Any]) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.parametrize("version", [1, 3, 0, "2", None])
 def test_an_unknown_schema_version_is_refused(build_dir: Path, embedder: OnnxEmbedder, version: object) -> None:
     edit_manifest(build_dir, {"schema_version": version})
-    with pytest.raises(IntegrityError, match=rf"unknown index schema version {version!r}; this toolrec reads 1"):
+    with pytest.raises(IntegrityError, match=rf"unknown index schema version {version!r}; this toolrec reads 2"):
         load_build(build_dir, embedder.fingerprint)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from handler.catalog import Tool
 from handler.embedder import OnnxEmbedder
-from handler.errors import IndexUnavailableError
+from handler.errors import IndexUnavailableError, IntegrityError
 from handler.index_holder import UNAVAILABLE_RETRY_SECONDS, IndexHolder
 from handler.index_store import LocalIndexStore
 from handler.ranking.retriever import Method
@@ -71,18 +71,25 @@ def test_a_corrupt_new_build_is_refused_and_the_old_one_kept(
     holder = make_holder(tmp_path, embedder, clock, refresh=0)
     holder.load()
     second = publish_tools([*demo_tools(), ROCKET], str(tmp_path), embedder)
-    (tmp_path / "builds" / second / "tools.json").write_text("[]")
+    (tmp_path / "builds" / second / "tools.jsonl").write_text("")
 
     assert holder.current().build_id == first
     assert holder.health().ok  # still serving; the failure is logged and retried
 
 
-def test_an_index_with_invalid_records_is_reported_plainly(
+def test_an_invalid_record_is_refused_plainly_when_read(
     tmp_path: Path, embedder: OnnxEmbedder, clock: list[float]
 ) -> None:
+    # Records are parsed on demand (handler/tool_records.py): a build written around the build step's validation
+    # loads, its valid records serve, and the invalid one is refused with a reason fit for a 503 body.
     versioned = Tool.model_construct(**{**ROCKET.model_dump(), "name": "Acme.LaunchRocket_v2.1"})
     publish_tools([*demo_tools(), versioned], str(tmp_path), embedder)
     holder = make_holder(tmp_path, embedder, clock)
     holder.load()
-    reason = str(holder.health().reason)
-    assert "1 invalid record(s)" in reason and "pydantic" not in reason
+    tools = holder.current().loaded.tools
+    assert tools[0] == demo_tools()[0]
+    with pytest.raises(
+        IntegrityError, match=r"\(Acme\.LaunchRocket_v2\.1\) is invalid \(1 problem\(s\)\); rebuild"
+    ) as caught:
+        tools[len(tools) - 1]
+    assert "pydantic" not in str(caught.value)

@@ -54,7 +54,7 @@ def _edit_manifest(s3: Any, build_id: str, change: Callable[[dict[str, Any]], No
 
 
 def bad_checksum(s3: Any, build_id: str) -> None:
-    s3.put_object(Bucket=BUCKET, Key=_key(build_id, "tools.json"), Body=b"[]")
+    s3.put_object(Bucket=BUCKET, Key=_key(build_id, "tools.jsonl"), Body=b"")
 
 
 def missing_file(s3: Any, build_id: str) -> None:

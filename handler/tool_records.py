@@ -1,0 +1,116 @@
+"""A build's tool records, kept as the bytes of ``tools.jsonl`` and parsed one record at a time when asked for.
+
+A request touches a handful of tools (the few it returns, the one it runs), but validating every record into a
+pydantic object at load cost most of the index load and of the memory at scale (measured at 10k tools: 0.3 s and
+~40 MB; at 100k ten times that). What every request needs of all tools — name, app, whether authorization is
+required — is loaded eagerly from ``tool_keys.json``; the rest waits in the raw lines. The build validated every
+record and the manifest's sha256 vouches for the bytes, so a record read later is the record that was built; one that
+still fails validation (a build written by other means) raises IntegrityError, which a request answers with a 503.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import ValidationError
+
+from handler.catalog import Tool
+from handler.errors import IntegrityError
+
+NEWLINE = ord("\n")
+
+
+def app_of(tool: Tool) -> str:
+    """The app a tool belongs to: the ``App`` of ``App.ToolName`` (what ``App.*`` patterns name)."""
+    prefix, dot, _ = tool.name.partition(".")
+    return prefix if dot else tool.app
+
+
+@dataclass(frozen=True)
+class ToolKeys:
+    """What is needed of every tool on every request, one entry per tool in index order."""
+
+    names: tuple[str, ...]
+    apps: tuple[str, ...]
+    needs_authorization: npt.NDArray[np.bool_]
+
+    @classmethod
+    def of(cls, tools: Sequence[Tool]) -> ToolKeys:
+        return cls(
+            names=tuple(t.name for t in tools),
+            apps=tuple(app_of(t) for t in tools),
+            needs_authorization=np.asarray(
+                [t.requirements is not None and bool(t.requirements.authorization) for t in tools], dtype=bool
+            ),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"names": self.names, "apps": self.apps, "needs_authorization": self.needs_authorization.tolist()},
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ToolKeys:
+        raw: Any = json.loads(text)
+        names, apps, flags = raw["names"], raw["apps"], raw["needs_authorization"]
+        if not len(names) == len(apps) == len(flags):
+            raise IntegrityError(f"tool keys disagree: {len(names)} names, {len(apps)} apps, {len(flags)} flags")
+        return cls(tuple(names), tuple(apps), np.asarray(flags, dtype=bool))
+
+
+def to_jsonl(tools: Sequence[Tool]) -> str:
+    """One record a line, in index order (json.dumps escapes newlines inside strings)."""
+    rows = (t.model_dump(mode="json", exclude_none=True) for t in tools)
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+
+
+class ToolRecords(Sequence[Tool]):
+    """The tools of a build in index order; ``records[i]`` parses and validates line ``i`` on first use."""
+
+    def __init__(self, jsonl: bytes, keys: ToolKeys) -> None:
+        ends = np.flatnonzero(np.frombuffer(jsonl, dtype=np.uint8) == NEWLINE)
+        if len(ends) != len(keys.names):
+            raise IntegrityError(f"tools.jsonl holds {len(ends)} records for {len(keys.names)} tool keys")
+        self.keys = keys
+        self._jsonl = jsonl
+        self._starts = np.concatenate(([0], ends[:-1] + 1)) if len(ends) else ends
+        self._ends = ends
+        self._parsed: dict[int, Tool] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys.names)
+
+    @overload
+    def __getitem__(self, position: int) -> Tool: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[Tool]: ...
+
+    def __getitem__(self, position: int | slice) -> Tool | Sequence[Tool]:
+        if isinstance(position, slice):
+            return [self[i] for i in range(len(self))[position]]
+        i = range(len(self))[position]  # IndexError and negative positions as for a list
+        tool = self._parsed.get(i)
+        if tool is None:
+            tool = self._parse(i)
+            self._parsed[i] = tool  # a race only parses the same line twice
+        return tool
+
+    def _parse(self, i: int) -> Tool:
+        line = self._jsonl[int(self._starts[i]) : int(self._ends[i])]
+        try:
+            tool = Tool.model_validate_json(line)
+        except ValidationError as exc:  # only a build written by something else than this toolrec's build step
+            raise IntegrityError(
+                f"tool record {i} ({self.keys.names[i]}) is invalid ({exc.error_count()} problem(s)); "
+                "rebuild the index with this toolrec version"
+            ) from None
+        if tool.name != self.keys.names[i]:
+            raise IntegrityError(f"tool record {i} is {tool.name!r}, its key says {self.keys.names[i]!r}")
+        return tool
