@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from handler.catalog import Tool
+from handler.ranking.query import task_parts
 from handler.ranking.text import index_text
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -72,6 +74,13 @@ def grow_catalog(size: int, shared: Path = SHARED) -> list[Tool]:
             tools.append(tool.model_copy(update={"name": name, "app": app}))
         replica += 1
     return tools
+
+
+def action_tasks(queries: Sequence[str]) -> list[str]:
+    """One action per task, as PRODUCT.md's ``tasks`` carry them: each benchmark query split into its requests
+    (query.task_parts; a query of one request stays whole). Often a query asks for several things in one text;
+    an agent following the API sends them as separate, shorter tasks, each one embedding."""
+    return [task for query in queries for task in (task_parts(query) or (query,))][: len(queries)]
 
 
 def bench_queries(count: int, shared: Path = SHARED) -> list[str]:
