@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -26,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from build_index.loopback import free_port
+from build_index.loopback import serve_subprocess
 from handler.policy.file_store import query_log_file
 from handler.policy.keys import generate_key
 
@@ -91,38 +89,8 @@ def rss_mb(pid: int) -> float:
 @contextmanager
 def served(root: Path, api_key: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``toolrec serve`` on a free loopback port under ``root``, until the block ends."""
-    port = free_port()
-    command = [sys.executable, "-m", "build_index.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    env = {**os.environ, "TOOLREC_API_KEY": api_key}
-    # The server's own log goes to a file: shown only if it fails to start.
-    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finally, after the process ends
-    # Our own interpreter and CLI, with fixed arguments: nothing here comes from outside.
-    process = subprocess.Popen([*command, "--root", str(root)], env=env, stdout=subprocess.DEVNULL, stderr=stderr)  # noqa: S603
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not _healthy(base):
-            if process.poll() is not None or time.monotonic() > deadline:
-                stderr.seek(0)
-                tail = stderr.read().decode(errors="replace")[-2000:]
-                raise RuntimeError(f"toolrec serve did not become healthy (exit code {process.poll()}): {tail}")
-            time.sleep(0.25)
-        yield base, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        stderr.close()
-
-
-def _healthy(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/healthz", timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
+    with serve_subprocess(["--root", str(root)], {"TOOLREC_API_KEY": api_key}, STARTUP_TIMEOUT_S) as running:
+        yield running
 
 
 @dataclass

@@ -4,12 +4,10 @@ answered over real HTTP — including README's curl example, run as written (onl
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,51 +15,32 @@ from pathlib import Path
 import httpx
 import pytest
 
+from build_index.loopback import serve_subprocess, stop
 from tests.conftest import REPO_ROOT
-from tests.support.servers import free_port
 
 TOOLREC = str(Path(sys.executable).parent / "toolrec")
 
 
 class Server:
-    def __init__(self, process: subprocess.Popen[str]) -> None:
+    """A running ``toolrec serve`` and the file its output goes to."""
+
+    def __init__(self, process: subprocess.Popen[bytes], log_path: Path) -> None:
         self.process = process
-        self.output: str | None = None
+        self.log_path = log_path
 
     def stop(self) -> str:
-        """Stop the server (once) and return everything it printed."""
-        if self.output is None:
-            self.process.terminate()
-            self.output = self.process.communicate(timeout=10)[0]
-        return self.output
+        """Stop the server (stopping again is a no-op) and return everything it printed."""
+        stop(self.process)
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
 
 
 @contextmanager
 def toolrec_serve(root: Path, env: dict[str, str], *args: str) -> Iterator[tuple[str, Server]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [TOOLREC, "serve", "--host", "127.0.0.1", "--port", str(port), "--root", str(root), *args],
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    server = Server(process)
-    try:
-        deadline = time.monotonic() + 120  # first run: loads the model and builds the demo index
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"toolrec serve did not start: {server.stop()}")
-            time.sleep(0.2)
-        yield url, server
-    finally:
-        server.stop()
+    log_path = root.parent / "serve.log"
+    # 120 s: the first run loads the model and builds the demo index.
+    with serve_subprocess(["--root", str(root), *args], env, startup_timeout_s=120, log_path=log_path) as running:
+        url, process = running
+        yield url, Server(process, log_path)
 
 
 def readme_curl() -> str:

@@ -7,19 +7,16 @@ The catalog is built per test session because executor targets carry the workers
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 from fastapi import FastAPI
 
 from build_index.build import build_index
+from build_index.loopback import serve_subprocess
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.catalog import Executor, Requirements, Tool
@@ -197,37 +194,10 @@ def gateway_app(prepared: Prepared, embedder: Embedder) -> GatewayApp:
 @contextmanager
 def toolrec_serve(prepared: Prepared, startup_timeout_s: float = 60.0) -> Iterator[str]:
     """``toolrec serve`` in a subprocess on a free loopback port, on the prepared index and policy."""
-    port = free_port()
-    command = [
-        str(Path(sys.executable).with_name("toolrec")), "serve", "--host", "127.0.0.1", "--port", str(port),
-        "--root", str(prepared.root / "serve"), "--index", str(prepared.index_dir),
-        "--policy", str(prepared.policy_file),
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_timeout_s
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"toolrec serve exited: {process.stderr.read().decode() if process.stderr else ''}")
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("toolrec serve did not become healthy")
-            time.sleep(0.2)
+    paths = {"--root": prepared.root / "serve", "--index": prepared.index_dir, "--policy": prepared.policy_file}
+    args = [part for option, path in paths.items() for part in (option, str(path))]
+    with serve_subprocess(args, startup_timeout_s=startup_timeout_s) as (base, _):
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 @dataclass(frozen=True)
