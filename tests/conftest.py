@@ -16,6 +16,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # Benchmarks and catalogs are read in place, never copied into the repository (CI has them at ../shared too).
 SHARED = REPO_ROOT.parent / "shared"
 
+# backends, prepared, gateway: the gateway app on real loopback back ends, for the modules that test through it.
+pytest_plugins = ["tests.support.gateway_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def embedder() -> OnnxEmbedder:

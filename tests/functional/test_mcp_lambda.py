@@ -21,13 +21,10 @@ from tests.support.gateway_app import (
     GATEWAY_ON,
     UNCONNECTED_USER,
     USER,
-    Backends,
     GatewayApp,
     Prepared,
     gateway_app,
     policy_document,
-    prepare_for,
-    running_backends,
 )
 from tests.support.mcp_client import (
     SUM_TASK,
@@ -64,14 +61,8 @@ class BreaksOnOneTask:
 
 
 @pytest.fixture(scope="module")
-def backends() -> Iterator[Backends]:
-    with running_backends() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def gateway(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> GatewayApp:
-    prepared = prepare_for(tmp_path_factory.mktemp("mcp-lambda"), embedder, backends)
+def gateway(prepared: Prepared, embedder: Embedder) -> GatewayApp:
+    """The shared gateway app (tests/support/gateway_fixtures.py), except that one task's embedding fails."""
     return gateway_app(prepared, BreaksOnOneTask(embedder))
 
 

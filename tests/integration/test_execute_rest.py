@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import pytest
 
-from handler.embedder import Embedder
 from tests.support.gateway_app import (
     SLACK_AUTHORIZE_URL,
     UNCONNECTED_USER,
@@ -17,22 +16,8 @@ from tests.support.gateway_app import (
     USER,
     Backends,
     GatewayApp,
-    gateway_app,
-    prepare_for,
-    running_backends,
 )
 from tests.support.servers import serve
-
-
-@pytest.fixture(scope="module")
-def backends() -> Iterator[Backends]:
-    with running_backends() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def gateway(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> GatewayApp:
-    return gateway_app(prepare_for(tmp_path_factory.mktemp("execute"), embedder, backends), embedder)
 
 
 @pytest.fixture(scope="module")

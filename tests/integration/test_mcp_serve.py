@@ -10,7 +10,6 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from handler.embedder import Embedder
 from tests.support.aio import run_async
 from tests.support.gateway_app import (
     GATEWAY_ADMIN,
@@ -22,24 +21,11 @@ from tests.support.gateway_app import (
     USER,
     Backends,
     Prepared,
-    prepare_for,
-    running_backends,
     toolrec_serve,
 )
 from tests.support.mcp_client import direct_flow, error_of, mcp_client, recommendation_flow, structured, use
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def backends() -> Iterator[Backends]:
-    with running_backends() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def prepared(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Prepared:
-    return prepare_for(tmp_path_factory.mktemp("mcp-serve"), embedder, backends)
 
 
 @pytest.fixture(scope="module")

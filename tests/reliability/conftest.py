@@ -1,16 +1,14 @@
-"""Shared fixtures for the reliability suite: one gateway app (real index, real workers and upstream MCP server on
-loopback, a policy file, an API key) built once per module, and the one error body every failure must use."""
+"""Shared fixtures for the reliability suite: the demo index, and the one error body every failure must use. The
+gateway app it tests through (``backends``, ``prepared``, ``gateway``) is in tests/support/gateway_fixtures.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from handler.embedder import Embedder
-from tests.support.gateway_app import Backends, GatewayApp, gateway_app, prepare_for, running_backends
 from tests.support.serving import demo_tools, publish_tools
 
 ERROR_KEYS = {"name", "message", "field_errors"}
@@ -28,17 +26,6 @@ def assert_error_body(status: int, body: Any) -> None:
         for problem in body["field_errors"]:
             assert set(problem) == {"field", "message"}, body
             assert all(isinstance(problem[k], str) for k in problem), body
-
-
-@pytest.fixture(scope="module")
-def backends() -> Iterator[Backends]:
-    with running_backends() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def gateway(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> GatewayApp:
-    return gateway_app(prepare_for(tmp_path_factory.mktemp("reliability"), embedder, backends), embedder)
 
 
 @pytest.fixture(scope="module")
