@@ -93,7 +93,9 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
     """Write one build's files into ``directory`` (a fresh, build-specific folder) and return its manifest."""
     directory.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray[Any, Any]] = {
-        "vectors": built.vectors.values,
+        # Column-major on disk: loaded, its transpose is the (d, n) C-contiguous matrix the int8 scorer reads, so
+        # no copy is made at load (a 38 MB copy and 0.23 s at 100k tools, measured).
+        "vectors": np.asfortranarray(built.vectors.values),
         "vector_scales": built.vectors.scales,
         "bm25_indptr": built.bm25.indptr,
         "bm25_doc_ids": built.bm25.doc_ids,

@@ -41,7 +41,8 @@ class Int8Scorer:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(MATMUL_INTEGER_MODEL, options, providers=["CPUExecutionProvider"])
-        self._columns = np.ascontiguousarray(quantized.values.T)  # (d, n): the layout MatMulInteger reads
+        # (d, n): the layout MatMulInteger reads; a view, not a copy, of the column-major array the index stores.
+        self._columns = np.ascontiguousarray(quantized.values.T)
         self._shift_correction = QUERY_SHIFT * quantized.values.sum(axis=1, dtype=np.int32)
         self._row_scales = quantized.scales.astype(np.float32)
 

@@ -58,3 +58,13 @@ def test_a_zero_query_and_an_empty_matrix_score_zero() -> None:
     assert not scorer.score(np.zeros(384, dtype=np.float32)).any()
     empty = Int8Scorer(quantize(np.zeros((0, 384), dtype=np.float32)))
     assert empty.score(unit_rows(rng, 1)[0]).shape == (0,)
+
+
+def test_a_column_major_matrix_is_scored_without_a_copy() -> None:
+    rng = np.random.default_rng(13)
+    quantized = quantize(unit_rows(rng, 50))
+    column_major = type(quantized)(np.asfortranarray(quantized.values), quantized.scales)
+    scorer = Int8Scorer(column_major)
+    assert np.shares_memory(scorer._columns, column_major.values)
+    query = unit_rows(rng, 1)[0]
+    np.testing.assert_array_equal(scorer.score(query), Int8Scorer(quantized).score(query))
