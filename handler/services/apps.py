@@ -47,14 +47,14 @@ class AppDirectory:
             raise ServiceUnavailableError(str(exc)) from exc
         gateway = self.access.gateway_for(principal, None)
         mask = self.access.allowed_mask(index.table, user_id, gateway)
-        counts: dict[str, int] = {}
-        needs_auth: set[str] = set()
-        for i in np.flatnonzero(mask).tolist():
-            app = index.table.apps[i]
-            counts[app] = counts.get(app, 0) + 1
-            if index.table.needs_authorization[i]:
-                needs_auth.add(app)
-        ordered = sorted(counts)
+        table = index.table
+        # Vectorized over the catalog (a Python loop over 10k allowed tools took ~10 ms a request).
+        tool_counts = np.bincount(table.app_codes[mask], minlength=len(table.app_names))
+        gated = np.bincount(table.app_codes[mask & table.needs_authorization], minlength=len(table.app_names))
+        present = np.flatnonzero(tool_counts).tolist()
+        ordered = [table.app_names[i] for i in present]  # app_names is sorted
+        counts = dict(zip(ordered, tool_counts[present].tolist(), strict=True))
+        needs_auth = {table.app_names[i] for i in np.flatnonzero(gated).tolist()}
         page = ordered[offset : offset + limit]
         return AppPage(self._entries(page, counts, needs_auth, user_id), len(ordered))
 

@@ -26,8 +26,9 @@ class ToolTable:
     names: tuple[str, ...]
     by_name: dict[str, int]
     by_app: dict[str, IndexArray]
-    apps: tuple[str, ...]  # the app of each tool, by index
     needs_authorization: BoolArray  # whether each tool requires the user to authorize its app
+    app_names: tuple[str, ...]  # the distinct apps, sorted
+    app_codes: IndexArray  # each tool's position in app_names: per-app counts are one bincount
 
     @classmethod
     def of(cls, tools: ToolRecords) -> ToolTable:
@@ -35,13 +36,15 @@ class ToolTable:
         grouped: dict[str, list[int]] = {}
         for i, app in enumerate(keys.apps):
             grouped.setdefault(app.casefold(), []).append(i)
+        app_names, app_codes = np.unique(np.asarray(keys.apps, dtype=str), return_inverse=True)
         return cls(
             tools=tools,
             names=keys.names,
             by_name={name.casefold(): i for i, name in enumerate(keys.names)},
             by_app={app: np.asarray(ids, dtype=np.intp) for app, ids in grouped.items()},
-            apps=keys.apps,
             needs_authorization=keys.needs_authorization,
+            app_names=tuple(str(name) for name in app_names),
+            app_codes=app_codes.astype(np.intp),
         )
 
     def __len__(self) -> int:
