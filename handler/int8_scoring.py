@@ -41,7 +41,8 @@ class Int8Scorer:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(MATMUL_INTEGER_MODEL, options, providers=["CPUExecutionProvider"])
-        # (d, n): the layout MatMulInteger reads; a view, not a copy, of the column-major array the index stores.
+        # (d, n) C-contiguous, the layout MatMulInteger reads: a view of column-major vectors (write_build stores them
+        # so), a copy of row-major ones.
         self._columns = np.ascontiguousarray(quantized.values.T)
         self._shift_correction = QUERY_SHIFT * quantized.values.sum(axis=1, dtype=np.int32)
         self._row_scales = quantized.scales.astype(np.float32)
