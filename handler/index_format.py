@@ -32,11 +32,15 @@ from handler.tool_records import ToolKeys, ToolRecords, to_jsonl
 
 # 2: tools.json (a list validated whole at load) became tools.jsonl + tool_keys.json (records parsed on demand).
 SCHEMA_VERSION = 2
+# Version 1 is still read: the first deploy of this code serves the build already published until the new one
+# lands (infra/deploy.py updates the stack before it publishes), instead of answering 503 in between.
+READABLE_SCHEMAS = (1, 2)
 LATEST = "LATEST"
 BUILDS = "builds"
 MANIFEST = "manifest.json"
 TOOLS = "tools.jsonl"
 TOOL_KEYS = "tool_keys.json"
+TOOLS_V1 = "tools.json"  # schema 1: one JSON list of every record
 VOCABULARY = "bm25_vocabulary.json"
 ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weights")
 
@@ -127,9 +131,10 @@ def read_manifest(text: str | bytes) -> Manifest:
         raw: Any = json.loads(text)
     except ValueError as exc:
         raise IntegrityError(f"the index manifest is not JSON ({exc})") from exc
-    if not isinstance(raw, dict) or raw.get("schema_version") != SCHEMA_VERSION:
-        version = raw.get("schema_version") if isinstance(raw, dict) else None
-        raise IntegrityError(f"unknown index schema version {version!r}; this toolrec reads {SCHEMA_VERSION}")
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    if type(version) is not int or version not in READABLE_SCHEMAS:
+        readable = " and ".join(map(str, READABLE_SCHEMAS))
+        raise IntegrityError(f"unknown index schema version {version!r}; this toolrec reads {readable}")
     try:
         return Manifest.model_validate(raw)
     except ValidationError as exc:
@@ -147,7 +152,8 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
             f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
             f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
         )
-    expected = {f"{name}.npy" for name in ARRAYS} | {TOOLS, TOOL_KEYS, VOCABULARY}
+    record_files = {TOOLS, TOOL_KEYS} if manifest.schema_version == SCHEMA_VERSION else {TOOLS_V1}
+    expected = {f"{name}.npy" for name in ARRAYS} | record_files | {VOCABULARY}
     if set(manifest.files) != expected:
         raise IntegrityError(
             f"index {manifest.build_id} lists files {sorted(manifest.files)}, expected {sorted(expected)}"
@@ -159,7 +165,7 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
         if sha256_file(path) != digest:
             raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
     arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
-    tools = ToolRecords((directory / TOOLS).read_bytes(), _tool_keys(directory / TOOL_KEYS))
+    tools = _tool_records(directory, manifest.schema_version)
     if len(tools) != manifest.tool_count:
         raise IntegrityError(f"index {manifest.build_id} holds {len(tools)} tools, manifest: {manifest.tool_count}")
     vocabulary = json.loads((directory / VOCABULARY).read_text())
@@ -172,6 +178,16 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
     options = {} if semantic_weight is None else {"semantic_weight": semantic_weight}
     ranking = RankingIndex(tools.keys.names, bm25, dense, analyzer, **options)
     return LoadedIndex(manifest, tools, ranking)
+
+
+def _tool_records(directory: Path, schema_version: int) -> ToolRecords:
+    if schema_version == SCHEMA_VERSION:
+        return ToolRecords((directory / TOOLS).read_bytes(), _tool_keys(directory / TOOL_KEYS))
+    try:  # schema 1: validate the whole list once, as that version's loader did, then serve it the same way
+        tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS_V1).read_bytes())]
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise IntegrityError(f"{TOOLS_V1} holds invalid tool records ({type(exc).__name__})") from None
+    return ToolRecords(to_jsonl(tools).encode("utf-8"), ToolKeys.of(tools))
 
 
 def _tool_keys(path: Path) -> ToolKeys:

@@ -20,6 +20,7 @@ from handler.embedder import OnnxEmbedder
 from handler.errors import IndexUnavailableError, IntegrityError
 from handler.index_format import BUILDS, MANIFEST, BuiltIndex, load_build
 from handler.index_store import LocalIndexStore, S3IndexStore, load_latest
+from handler.model_files import sha256_file
 
 BUCKET = "toolrec-integrity"
 
@@ -79,10 +80,49 @@ def edit_manifest(build_dir: Path, change: dict[str, Any]) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
 
 
-@pytest.mark.parametrize("version", [1, 3, 0, "2", None])
+@pytest.mark.parametrize("version", [3, 0, "2", None, True])
 def test_an_unknown_schema_version_is_refused(build_dir: Path, embedder: OnnxEmbedder, version: object) -> None:
     edit_manifest(build_dir, {"schema_version": version})
-    with pytest.raises(IntegrityError, match=rf"unknown index schema version {version!r}; this toolrec reads 2"):
+    with pytest.raises(IntegrityError, match=rf"unknown index schema version {version!r}; this toolrec reads 1 and 2"):
+        load_build(build_dir, embedder.fingerprint)
+
+
+def rehash(build_dir: Path, **change: Any) -> None:
+    """Point the manifest at the files as they are now (a writer's output, not a corruption)."""
+    files = {p.name: sha256_file(p) for p in sorted(build_dir.iterdir()) if p.name != MANIFEST}
+    edit_manifest(build_dir, {"files": files, **change})
+
+
+def as_schema_1(build_dir: Path) -> None:
+    """Rewrite a build as the previous toolrec wrote it: every record in one JSON list, no tool keys."""
+    rows = [json.loads(line) for line in (build_dir / "tools.jsonl").read_text().splitlines()]
+    (build_dir / "tools.json").write_text(json.dumps(rows, ensure_ascii=False, sort_keys=True))
+    (build_dir / "tools.jsonl").unlink()
+    (build_dir / "tool_keys.json").unlink()
+    rehash(build_dir, schema_version=1)
+
+
+def test_a_schema_1_build_still_serves(built: BuiltIndex, build_dir: Path, embedder: OnnxEmbedder) -> None:
+    # The first deploy of schema 2 updates the stack before it publishes: the build already there must keep serving.
+    current = load_build(build_dir, embedder.fingerprint)
+    as_schema_1(build_dir)
+    previous = load_build(build_dir, embedder.fingerprint)
+    assert previous.manifest.schema_version == 1
+    assert list(previous.tools) == list(built.tools) == list(current.tools)
+    assert (previous.tools.keys.names, previous.tools.keys.apps) == (current.tools.keys.names, current.tools.keys.apps)
+    assert previous.tools.keys.needs_authorization.tolist() == current.tools.keys.needs_authorization.tolist()
+    task = "send a message to a channel"
+    query = embedder.embed(task)
+    assert previous.ranking.rank(task, query, 5) == current.ranking.rank(task, query, 5)
+
+
+def test_a_schema_1_build_with_an_invalid_record_is_refused(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    as_schema_1(build_dir)
+    rows = json.loads((build_dir / "tools.json").read_text())
+    rows[0]["name"] = "Acme.Launch_v2"  # a versioned name: refused by the catalog model
+    (build_dir / "tools.json").write_text(json.dumps(rows))
+    rehash(build_dir)
+    with pytest.raises(IntegrityError, match=r"tools\.json holds invalid tool records \(ValidationError\)"):
         load_build(build_dir, embedder.fingerprint)
 
 
