@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from mangum import Mangum
 
 from handler import observability
@@ -30,14 +31,18 @@ TOOL_INPUT = "merger with Globex closes on Friday"
 WRONG_KEY = "trk_wrong-key-0123456789"
 
 
+def debug_app(root: Path, embedder: OnnxEmbedder) -> FastAPI:
+    """The composition root on the demo catalog under ``root``, logging at DEBUG (the most it ever writes)."""
+    publish_tools(demo_tools(), str(root / "index"), embedder)
+    settings = file_settings(str(root / "index"), write_test_policy(root / "policy.json"), root / "cache")
+    return build_app(settings.model_copy(update={"log_level": "DEBUG"}), embedder=embedder)
+
+
 def test_no_api_key_or_tool_input_in_any_log_line(
     tmp_path: Path, embedder: OnnxEmbedder, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    index = tmp_path / "index"
-    publish_tools(demo_tools(), str(index), embedder)
-    settings = file_settings(str(index), write_test_policy(tmp_path / "policy.json"), tmp_path / "cache")
     with lambda_thread_loop():
-        app = build_app(settings.model_copy(update={"log_level": "DEBUG"}), embedder=embedder)
+        app = debug_app(tmp_path, embedder)
         handler = observability.instrument(Mangum(app, lifespan="off"))
         select = {"tasks": ["send a Slack message"], "user_id": "ana"}
         execute = {"tool_name": "Slack.SendMessage", "input": {"channel_name": "deals", "text": TOOL_INPUT},
@@ -67,18 +72,16 @@ def test_outside_lambda_a_request_never_logs_an_earlier_requests_query_id(
     tmp_path: Path, embedder: OnnxEmbedder, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # No instrument(): as under `toolrec serve`, where nothing but the app resets the bound keys per request.
-    index = tmp_path / "index"
-    publish_tools(demo_tools(), str(index), embedder)
-    settings = file_settings(str(index), write_test_policy(tmp_path / "policy.json"), tmp_path / "cache")
     with lambda_thread_loop():
-        app = build_app(settings.model_copy(update={"log_level": "DEBUG"}), embedder=embedder)
+        app = debug_app(tmp_path, embedder)
         handler = Mangum(app, lifespan="off")
         status, _, body = invoke(
             handler, apigw_event("POST", "/v1/tools/select", {"tasks": ["send a Slack message"], "user_id": "ana"})
         )
         assert status == 200
         capfd.readouterr()
-        publish_tools(demo_tools()[:-1], str(index), embedder)  # a new build: the next request logs the swap
+        # A new build: the next request logs the swap.
+        publish_tools(demo_tools()[:-1], str(tmp_path / "index"), embedder)
         app.state.services.holder._next_check = 0.0
         assert invoke(handler, apigw_event("POST", "/v1/tools/search", {"query": "slack", "user_id": "ana"}))[0] == 200
     captured = capfd.readouterr()

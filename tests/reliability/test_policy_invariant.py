@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,10 +29,8 @@ from handler.mcp.gateway import listed_name
 from handler.policy.file_store import FilePolicyStore, PolicyDocument
 from handler.policy.keys import hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway
-from handler.ranking.no_match import is_no_match
-from handler.ranking.query import embed_query, query_text
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
-from tests.support.serving import file_settings
+from tests.support.serving import file_settings, full_answer_size
 
 TOOLS = catalog("http://w", "http://u", "http://d")
 TOOL_NAMES = [t.name for t in TOOLS]
@@ -97,13 +94,7 @@ class Harness:
     embedder: Embedder
 
     def expected_count(self, task: str, allowed: frozenset[str], top_k: int) -> int:
-        """How many suggestions a full answer has: min(top_k, allowed), or 0 when the core itself, ranking exactly
-        the tools this test's model allows, calls the task a no match (the calibrated empty answer)."""
-        ranking = self.holder.current().loaded.ranking
-        query = query_text(task, None)
-        mask = np.array([t.name in allowed for t in self.holder.current().loaded.tools])
-        hits = ranking.rank(query.lexical, embed_query(self.embedder, query), top_k, mask)
-        return 0 if is_no_match(hits) else min(top_k, len(allowed))
+        return full_answer_size(self.holder.current().loaded.ranking, self.embedder, task, allowed, top_k)
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,13 @@ import asyncio
 import base64
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+
+import numpy as np
 
 from build_index.build import build_index
 from build_index.catalog_io import read_catalogs
@@ -23,6 +25,9 @@ from handler.embedder import Embedder
 from handler.policy.file_store import PolicyDocument, write_document
 from handler.policy.keys import hash_key
 from handler.policy.model import ApiKeyRecord
+from handler.ranking.no_match import is_no_match
+from handler.ranking.query import embed_query, query_text
+from handler.ranking.retriever import RankingIndex
 from handler.settings import Settings
 
 API_KEY = "trk_test-key-for-serving-tests"
@@ -169,3 +174,13 @@ def lambda_thread_loop() -> Iterator[asyncio.AbstractEventLoop]:
     finally:
         loop.close()
         asyncio.set_event_loop(None)
+
+
+def full_answer_size(ranking: RankingIndex, embedder: Embedder, task: str, allowed: Collection[str], top_k: int) -> int:
+    """How many suggestions select owes for ``task`` when only ``allowed`` tools may be used: min(top_k, allowed), or
+    0 when the ranking core itself, ranking exactly those tools, calls the task a no match (the calibrated empty
+    answer). What "no slot lost to a filtered-out tool" means for a policy test."""
+    query = query_text(task, None)
+    mask = np.array([name in allowed for name in ranking.names])
+    hits = ranking.rank(query.lexical, embed_query(embedder, query), top_k, mask)
+    return 0 if is_no_match(hits) else min(top_k, len(allowed))
