@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from handler.embedder import Embedder
+from handler.errors import ToolrecError
 from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_document
 from handler.policy.keys import generate_key, hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, AppInfo, Connection, Gateway
@@ -55,8 +56,10 @@ def demo_policy() -> PolicyDocument:
 
 
 def ensure_demo_index(index_dir: Path, embedder: Embedder) -> bool:
-    """Build the demo catalog into ``index_dir`` unless it already holds an index; True when built now."""
-    if (index_dir / "LATEST").is_file():
+    """Build the demo catalog into ``index_dir`` unless it already holds a build made with this model; True
+    when built now. A demo built with another model (an upgrade shipped a new one) is rebuilt, since the
+    service would refuse it; the previous build stays in place until the new one is published."""
+    if _latest_model_fingerprint(index_dir) == embedder.fingerprint:
         return False
     from build_index.build import build_index
     from build_index.catalog_io import read_catalogs
@@ -66,6 +69,18 @@ def ensure_demo_index(index_dir: Path, embedder: Embedder) -> bool:
     tools = read_catalogs([DEMO_DIR / "tools.jsonl"])
     publish(build_index(tools, embedder, MODEL_ID, progress=False), str(index_dir))
     return True
+
+
+def _latest_model_fingerprint(index_dir: Path) -> str | None:
+    from handler.index_format import MANIFEST, read_manifest
+    from handler.index_store import LocalIndexStore
+
+    store = LocalIndexStore(index_dir)
+    try:
+        build = store.fetch(store.latest_build_id(), index_dir)
+        return read_manifest((build / MANIFEST).read_bytes()).model.fingerprint
+    except (ToolrecError, OSError):
+        return None  # no demo yet, or a damaged one: build it
 
 
 def ensure_policy(policy_file: Path, api_key: str | None) -> str | None:
