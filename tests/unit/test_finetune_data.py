@@ -1,0 +1,71 @@
+"""What `toolrec model finetune` trains on: the held-out split, the pairs and the batches (no torch needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from build_index.finetune import TRAINING_SETS, Pair, Recipe, batches, finetune, training_pairs
+from build_index.training_split import is_held_out, needs_held_out_tool
+from handler.errors import ToolrecError
+from handler.ranking.text import index_text
+
+
+def _training_root(tmp_path: Path, tools_per_set: int = 40) -> Path:
+    for set_name in TRAINING_SETS:
+        directory = tmp_path / set_name
+        directory.mkdir()
+        tools = [
+            {"id": f"t{i}", "name": f"tool_{i}", "description": f"Does thing {i}.\nMore."} for i in range(tools_per_set)
+        ]
+        queries = [
+            {"id": f"q{i}-{n}", "query": f"please do thing {i} ({n})", "relevant_groups": [[f"t{i}"]]}
+            for i in range(tools_per_set)
+            for n in range(30)
+        ]
+        queries.append({"id": "pair", "query": "do 1 then 2", "relevant_groups": [["t1"], ["t2"]]})
+        (directory / "tools.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tools))
+        (directory / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return tmp_path
+
+
+def test_the_split_holds_out_about_one_tool_in_five_the_same_way_every_time() -> None:
+    held = [is_held_out("bfcl", f"tool{i}") for i in range(5000)]
+    assert 0.18 < sum(held) / len(held) < 0.22
+    assert held == [is_held_out("bfcl", f"tool{i}") for i in range(5000)]
+    assert is_held_out("metatool", "Algorithma") is False  # pinned: changing the hash would move the split
+    assert needs_held_out_tool("s", [["a"], ["b"]]) == (is_held_out("s", "a") or is_held_out("s", "b"))
+
+
+def test_pairs_never_touch_a_held_out_tool_and_read_the_index_text(tmp_path: Path) -> None:
+    root = _training_root(tmp_path)
+    pairs = training_pairs(root, Recipe())
+    assert pairs and all(not is_held_out(*p.tool_key.split("/")) for p in pairs)
+    texts = {f"tool_{i}": index_text(f"tool_{i}", f"Does thing {i}.\nMore.") for i in range(40)}
+    assert {p.tool_text for p in pairs} <= set(texts.values())  # what the build embeds, first line only
+    per_tool: dict[str, int] = {}
+    for pair in pairs:
+        per_tool[pair.tool_key] = per_tool.get(pair.tool_key, 0) + 1
+    assert max(per_tool.values()) == Recipe().per_tool_cap  # 30 queries a tool, capped at 25
+    assert training_pairs(root, Recipe()) == pairs  # the seed fixes the order
+    assert training_pairs(root, Recipe(seed=1)) != pairs
+
+
+def test_a_batch_holds_each_tool_once_and_the_walk_wraps_around() -> None:
+    pairs = [Pair(f"q{i}", f"tool {i % 3}", f"s/t{i % 3}") for i in range(7)]
+    walked = list(batches(pairs, 3, 4))
+    assert len(walked) == 4
+    for batch in walked:
+        assert len({p.tool_key for p in batch}) == 3
+    assert walked[0] == pairs[:3] and walked[2][0] == pairs[6]
+    with pytest.raises(ValueError, match="distinct tools"):
+        next(batches(pairs, 4, 1))
+
+
+def test_finetune_without_the_train_extra_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("build_index.finetune.TRAINING_EXTRA", ("torch", "a_module_that_is_not_installed"))
+    with pytest.raises(ToolrecError, match=r"a_module_that_is_not_installed.*pip install -e '\.\[train\]'"):
+        finetune(_training_root(tmp_path), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
