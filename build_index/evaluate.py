@@ -19,6 +19,7 @@ from typing import Any
 from build_index.build import build_index
 from build_index.metrics import completeness, ndcg, recall
 from build_index.publish import publish
+from build_index.training_split import needs_held_out_tool
 from handler.catalog import _VERSION_SUFFIX, Tool
 from handler.embedder import Embedder
 from handler.index_format import LoadedIndex
@@ -146,7 +147,7 @@ def evaluate(
     refused = 0
     for query in queries:
         started = time.perf_counter()
-        hits = _rank(index, embedder, query.text, method)
+        hits = rank_query(index, embedder, query.text, method)
         latencies.append(time.perf_counter() - started)
         refused += is_no_match(hits)
         ranked = [ids[h.index] for h in hits]
@@ -171,7 +172,7 @@ def evaluate(
     return result
 
 
-def _rank(index: LoadedIndex, embedder: Embedder, text: str, method: Method) -> list[Hit]:
+def rank_query(index: LoadedIndex, embedder: Embedder, text: str, method: Method) -> list[Hit]:
     """A query through the same steps as select: query formation, its embeddings, the ranking."""
     query = query_text(text)
     vectors = None if method is Method.BM25 else embed_query(embedder, query)
@@ -185,7 +186,7 @@ def off_catalog_refusals(index: LoadedIndex, embedder: Embedder, method: Method,
         queries = benchmark_queries(other, with_instruction=False)
         refused = 0
         for query in queries:
-            refused += is_no_match(_rank(index, embedder, query.text, method))
+            refused += is_no_match(rank_query(index, embedder, query.text, method))
         rates.append(refused / len(queries) if queries else 0.0)
     return round(100.0 * statistics.mean(rates), 2) if rates else 0.0
 
@@ -197,18 +198,24 @@ def calibrate_no_match(
     max_queries: int | None = None,
     cache: Path = EVAL_CACHE,
 ) -> dict[str, Any]:
-    """The no-match threshold from training sets (never evaluation sets): each set's queries against its
-    own catalog give the best cosine of a real request; see handler/ranking/no_match.py. ``max_queries``
-    takes an evenly spaced, deterministic sample of a large set."""
+    """The no-match threshold from training sets (never evaluation sets): each set's queries about tools the
+    model was not trained on (build_index/training_split.py), ranked against the whole catalog exactly as
+    select ranks them, give the best cosine of a real request; see handler/ranking/no_match.py.
+    ``max_queries`` takes an evenly spaced, deterministic sample of a large set."""
     best: dict[str, list[float]] = {}
     for directory in training_dirs:
         loaded = cached_index(directory, embedder, model_id, cache)
-        queries = benchmark_queries(directory, with_instruction=False)
+        queries = [
+            q
+            for q in benchmark_queries(directory, with_instruction=False)
+            if needs_held_out_tool(directory.name, q.groups)
+        ]
         if max_queries is not None and len(queries) > max_queries:
             step = len(queries) / max_queries
             queries = [queries[int(i * step)] for i in range(max_queries)]
         best[directory.name] = [
-            max(h.semantic or 0.0 for h in _rank(loaded, embedder, q.text, Method.DENSE)) for q in queries
+            max((h.semantic or 0.0 for h in rank_query(loaded, embedder, q.text, Method.HYBRID)), default=0.0)
+            for q in queries
         ]
     return {"threshold": calibrate(best), "queries": {name: len(v) for name, v in best.items()}}
 

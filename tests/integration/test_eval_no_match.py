@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from build_index.evaluate import calibrate_no_match, evaluate
+from build_index.evaluate import cached_index, calibrate_no_match, evaluate, rank_query
 from build_index.model_prepare import MODEL_ID
+from build_index.training_split import needs_held_out_tool
 from handler.embedder import OnnxEmbedder
+from handler.ranking.no_match import is_no_match
 from handler.ranking.retriever import Method
 
 
@@ -64,13 +66,21 @@ def test_keyword_ranking_refuses_only_tasks_sharing_no_word(
     assert 0.0 < result["no_match_true_rate"] < 100.0
 
 
-def test_calibration_keeps_the_calibration_sets_answered(
-    small_sets: tuple[Path, Path], embedder: OnnxEmbedder, tmp_path: Path
+def test_calibration_reads_only_queries_about_tools_the_model_never_trained_on(
+    shared_dir: Path, embedder: OnnxEmbedder, tmp_path: Path
 ) -> None:
-    own, _ = small_sets
-    calibration = calibrate_no_match([own], embedder, MODEL_ID, max_queries=20, cache=tmp_path)
-    assert calibration["queries"] == {"own": 20}
-    # With 20 queries and a 1% target no query may be refused: the threshold is the lowest best cosine.
-    result = evaluate(own, embedder, MODEL_ID, Method.DENSE, cache=tmp_path)
+    metatool = shared_dir / "training" / "metatool"
+    calibration = calibrate_no_match([metatool], embedder, MODEL_ID, max_queries=300, cache=tmp_path)
+    assert calibration["queries"] == {"metatool": 300}
+    # 300 queries can show a 1 % refusal rate only if none of them is refused: the lowest best cosine.
     assert 0.0 < calibration["threshold"] < 1.0
-    assert result["no_match_false_rate"] <= 1.0
+    held_out = [q for q in _rows(metatool / "queries.jsonl") if needs_held_out_tool("metatool", q["relevant_groups"])]
+    step = len(held_out) / 300
+    sample = [held_out[int(i * step)]["query"] for i in range(300)]
+    index = cached_index(metatool, embedder, MODEL_ID, tmp_path)
+    refused = [
+        q for q in sample if is_no_match(rank_query(index, embedder, q, Method.HYBRID), calibration["threshold"])
+    ]
+    assert refused == []
+    with pytest.raises(ValueError, match="large enough"):
+        calibrate_no_match([metatool], embedder, MODEL_ID, max_queries=100, cache=tmp_path)
