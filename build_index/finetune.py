@@ -1,14 +1,14 @@
 """`toolrec model finetune`: adapt all-MiniLM-L6-v2 to tool language and export the int8 model we ship.
 
-Why: the base model reads "let the team know the deploy finished" far from "Slack Send Message"; 300 steps
-on ../shared/training (real query -> tool pairs that share nothing with the evaluation sets) lift hybrid
-C@10 on all four benchmark sets (README "Quality"). The recipe, fixed here so the command reproduces the
-pinned artifact (build_index/model_prepare.py):
+Why: the base model learned general sentence similarity, not how a request relates to a tool's name and
+one-line description; 300 steps on ../shared/training (real query -> tool pairs that share nothing with the
+evaluation sets) lift hybrid C@10 on all four benchmark sets (README "Quality"). The recipe, fixed here so
+the command reproduces the pinned artifact (build_index/model_prepare.py):
 
-- pairs: each training query with the index text of each tool it needs (handler/ranking/text.py, exactly
-  what the build embeds), at most 25 per tool so metatool's 21k queries over 199 tools do not drown the
-  rest; shuffled with seed 0.
-- one tool in five (``is_held_out``) is never trained on: queries that need one are what
+- pairs: each training query with the index text of each tool it needs (the first of each group of
+  alternatives; handler/ranking/text.py, exactly what the build embeds), at most 25 per tool so
+  metatool's 21k queries over 199 tools do not drown the rest; shuffled with seed 0.
+- one tool in five (build_index/training_split.py) is never trained on: queries that need one are what
   ``toolrec calibrate-no-match`` reads, so the no-match threshold comes from tools the model never saw,
   as every customer catalog's tools are.
 - symmetric in-batch InfoNCE (scale 20) over batches of 32 pairs of distinct tools (two pairs of one tool
@@ -99,7 +99,7 @@ def training_pairs(training_root: Path, recipe: Recipe) -> list[Pair]:
             if needs_held_out_tool(set_name, query.groups):
                 continue
             for group in query.groups:
-                tool_id = group[0]
+                tool_id = group[0]  # a group lists interchangeable tools: the first stands for it
                 if per_tool.get(tool_id, 0) < recipe.per_tool_cap:
                     per_tool[tool_id] = per_tool.get(tool_id, 0) + 1
                     pairs.append(Pair(query.text, texts[tool_id], f"{set_name}/{tool_id}"))
