@@ -122,9 +122,7 @@ def test_prepare_is_idempotent(embedder: OnnxEmbedder, tmp_path: Path) -> None:
     assert {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()} == before
 
 
-def test_prepare_refuses_an_altered_shipped_model_and_keeps_the_old_directory(
-    embedder: OnnxEmbedder, tmp_path: Path
-) -> None:
+def test_prepare_refuses_an_altered_or_missing_shipped_file_by_name(embedder: OnnxEmbedder, tmp_path: Path) -> None:
     shipped = tmp_path / "shipped"
     shutil.copytree(SHIPPED_DIR, shipped)
     with (shipped / "model.onnx").open("r+b") as stream:
