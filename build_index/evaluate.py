@@ -205,19 +205,25 @@ def calibrate_no_match(
     best: dict[str, list[float]] = {}
     for directory in training_dirs:
         loaded = cached_index(directory, embedder, model_id, cache)
-        queries = [
-            q
-            for q in benchmark_queries(directory, with_instruction=False)
-            if needs_held_out_tool(directory.name, q.groups)
-        ]
-        if max_queries is not None and len(queries) > max_queries:
-            step = len(queries) / max_queries
-            queries = [queries[int(i * step)] for i in range(max_queries)]
         best[directory.name] = [
             max((h.semantic or 0.0 for h in rank_query(loaded, embedder, q.text, Method.HYBRID)), default=0.0)
-            for q in queries
+            for q in calibration_queries(directory, max_queries)
         ]
     return {"threshold": calibrate(best), "queries": {name: len(v) for name, v in best.items()}}
+
+
+def calibration_queries(training_dir: Path, max_queries: int | None = None) -> list[Query]:
+    """The set's queries about tools the model was not trained on; with ``max_queries``, an evenly spaced,
+    deterministic sample of them."""
+    queries = [
+        q
+        for q in benchmark_queries(training_dir, with_instruction=False)
+        if needs_held_out_tool(training_dir.name, q.groups)
+    ]
+    if max_queries is not None and len(queries) > max_queries:
+        step = len(queries) / max_queries
+        queries = [queries[int(i * step)] for i in range(max_queries)]
+    return queries
 
 
 def format_report(result: dict[str, Any]) -> str:

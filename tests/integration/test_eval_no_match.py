@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from build_index.evaluate import cached_index, calibrate_no_match, evaluate, rank_query
+from build_index.evaluate import cached_index, calibrate_no_match, calibration_queries, evaluate, rank_query
 from build_index.model_prepare import MODEL_ID
 from build_index.training_split import needs_held_out_tool
 from handler.embedder import OnnxEmbedder
@@ -74,12 +74,11 @@ def test_calibration_reads_only_queries_about_tools_the_model_never_trained_on(
     assert calibration["queries"] == {"metatool": 300}
     # 300 queries can show a 1 % refusal rate only if none of them is refused: the lowest best cosine.
     assert 0.0 < calibration["threshold"] < 1.0
-    held_out = [q for q in _rows(metatool / "queries.jsonl") if needs_held_out_tool("metatool", q["relevant_groups"])]
-    step = len(held_out) / 300
-    sample = [held_out[int(i * step)]["query"] for i in range(300)]
+    sample = calibration_queries(metatool, max_queries=300)
+    assert len(sample) == 300 and all(needs_held_out_tool("metatool", q.groups) for q in sample)
     index = cached_index(metatool, embedder, MODEL_ID, tmp_path)
     refused = [
-        q for q in sample if is_no_match(rank_query(index, embedder, q, Method.HYBRID), calibration["threshold"])
+        q for q in sample if is_no_match(rank_query(index, embedder, q.text, Method.HYBRID), calibration["threshold"])
     ]
     assert refused == []
     with pytest.raises(ValueError, match="large enough"):
