@@ -12,9 +12,12 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from build_index.catalog_io import MAX_REPORTED
 from handler.catalog import Tool
 from handler.embedder import Embedder, OnnxEmbedder
+from handler.errors import CatalogError
 from handler.index_format import BuiltIndex, ModelRef
+from handler.json_limits import schema_problems
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Params, build_bm25
 from handler.ranking.dense import quantize
@@ -39,6 +42,7 @@ def build_index(
     workers: int = 1,
 ) -> BuiltIndex:
     """Index a catalog. With ``model_dir`` and ``workers`` > 1, large catalogs embed in worker processes."""
+    check_schemas(tools)
     analyzer = analyzer or Analyzer()
     bm25_params = bm25_params or BM25Params()
     texts = [index_text(tool.name, tool.description) for tool in tools]
@@ -51,6 +55,18 @@ def build_index(
     bm25 = build_bm25([analyzer(text) for text in texts], bm25_params)
     model = ModelRef(model_id=model_id, fingerprint=embedder.fingerprint, dimensions=embedder.dimensions)
     return BuiltIndex(tools, quantize(vectors), bm25, analyzer, bm25_params, model)
+
+
+def check_schemas(tools: Sequence[Tool]) -> None:
+    """Refuse input schemas that execute could not check offline (a remote ``$ref``, absurd nesting), naming each
+    tool and where: every catalog source (files, ``--from-mcp``) is built here, and a schema is copied verbatim."""
+    problems = [
+        f"{tool.name}: input_schema{problem}" for tool in tools for problem in schema_problems(tool.input_schema)
+    ]
+    if problems:
+        shown = "\n  ".join(problems[:MAX_REPORTED])
+        more = f"\n  ... and {len(problems) - MAX_REPORTED} more" if len(problems) > MAX_REPORTED else ""
+        raise CatalogError(f"{len(problems)} input_schema problem(s); nothing was built:\n  {shown}{more}")
 
 
 def default_workers() -> int:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from handler.catalog import Executor, Tool
 from handler.errors import CatalogError
+from handler.json_limits import schema_problems
 
 MAX_PAGES = 100  # a server that pages forever must not hang the build
 _NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]+")
@@ -58,9 +59,15 @@ async def list_upstream(url: str, timeout_s: float) -> tuple[str, list[types.Too
 
 def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app: str | None) -> list[Tool]:
     app_id = app_name(app or server_name or "Mcp")
-    entries, problems = [], []
+    entries: list[Tool] = []
+    problems: list[str] = []
     for tool in tools:
         description = (tool.description or tool.title or "").strip()
+        # Checked here as well as by the build, so the upstream name is the one named and --catalog-out stays unwritten.
+        unusable = schema_problems(tool.input_schema)
+        if unusable:
+            problems.extend(f"{tool.name!r}: input_schema{problem}" for problem in unusable)
+            continue
         try:
             entries.append(
                 Tool(

@@ -6,9 +6,12 @@ argument; a missing required property is named as the field itself, not as its p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from handler.json_limits import MAX_INPUT_DEPTH, json_problem, printable, schema_problems
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -24,21 +27,58 @@ class FieldProblem:
 
 
 def input_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[FieldProblem]:
-    """Every way ``arguments`` violates ``schema`` (at most MAX_FIELD_ERRORS), in a stable order."""
+    """Every way ``arguments`` violates ``schema`` (at most MAX_FIELD_ERRORS), in a stable order.
+
+    Never touches the network, and bounded: only references inside the schema resolve (issue 15: a remote ``$ref``
+    was fetched, with no timeout, on every call), input past MAX_INPUT_DEPTH is refused before validation, and a
+    schema that recurses without end is a refusal rather than a RecursionError.
+    """
     # Imported here: jsonschema costs ~0.1 s of every cold start, and only an execute call needs it.
     from jsonschema import exceptions as schema_errors
     from jsonschema import validators
+    from referencing.exceptions import Unresolvable
 
+    # The build refuses these (build_index.build); an index written before it did may still hold one.
+    unusable = schema_problems(schema)
+    if unusable:
+        return [
+            FieldProblem("input", f"the tool's input_schema cannot be used: {p}; the call was not run")
+            for p in unusable
+        ]
+    unsendable = json_problem(arguments, MAX_INPUT_DEPTH)
+    if unsendable is not None:
+        return [FieldProblem(_dotted(list(unsendable.path)), unsendable.reason)]
     validator_class = validators.validator_for(schema)
     try:
         validator_class.check_schema(schema)
+        validator = validator_class(schema, registry=_offline_registry(), format_checker=validator_class.FORMAT_CHECKER)
+        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (list(map(str, e.path)), e.message))
     except schema_errors.SchemaError:
         # A catalog schema the build let through but jsonschema cannot use: refuse rather than run unchecked.
         return [FieldProblem("input", "the tool's input_schema is not a valid JSON Schema; the call was not run")]
-    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (list(map(str, e.path)), e.message))
+    except Unresolvable as exc:
+        return [FieldProblem("input", f"the tool's input_schema has a $ref that does not resolve within it "
+                                      f"({printable(str(exc.ref)[:200])}); the call was not run")]  # fmt: skip
+    except RecursionError:
+        # Only a schema can cause this now (the input is at most MAX_INPUT_DEPTH deep): references in a circle.
+        return [FieldProblem("input", "the tool's input_schema refers to itself without end; the call was not run")]
     problems = [problem for error in errors for problem in _describe(error)]
     return problems[:MAX_FIELD_ERRORS]
+
+
+@functools.cache
+def _offline_registry() -> Any:
+    """Where validation resolves references: the schema itself and the JSON Schema meta-schemas (jsonschema adds
+    them); any other URI is refused, not fetched."""
+    from referencing import Registry
+
+    return Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class mypy cannot read
 
 
 def _describe(error: ValidationError) -> list[FieldProblem]:
