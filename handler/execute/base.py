@@ -40,6 +40,14 @@ class ExecutorUnavailableError(ExecutionError):
     name = "executor_unavailable"
 
 
+class OutputUnreturnableError(ExecutorUnavailableError):
+    """The tool ran, but what it answered cannot be sent back as JSON (nested too deep, NaN, a lone surrogate)."""
+
+    def __init__(self, tool_name: str, why: str) -> None:
+        # Says that it ran: a caller that retries on this repeats the tool's side effect.
+        super().__init__(f"{tool_name} ran, but its output cannot be returned: {why}")
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """What an executor receives: the catalog's tool (with its registered endpoint) and validated arguments."""

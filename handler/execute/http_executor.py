@@ -10,7 +10,13 @@ from typing import Any
 
 import httpx
 
-from handler.execute.base import ExecutorTimeoutError, ExecutorUnavailableError, ToolCall, ToolFailedError
+from handler.execute.base import (
+    ExecutorTimeoutError,
+    ExecutorUnavailableError,
+    OutputUnreturnableError,
+    ToolCall,
+    ToolFailedError,
+)
 
 _MAX_ERROR_CHARS = 500
 # A Lambda response carries at most 6 MB; an output that cannot be returned is refused here, with a reason.
@@ -48,6 +54,11 @@ def _output(tool_name: str, response: httpx.Response) -> Any:
         raise ExecutorUnavailableError(f"the worker for {tool_name} answered with more than {MAX_OUTPUT_BYTES} bytes")
     try:
         payload = response.json()
+    except RecursionError:
+        # json.loads stops at Python's recursion limit (~1,000 levels); the tool did run.
+        if response.is_success:
+            raise OutputUnreturnableError(tool_name, "the worker answered with JSON nested too deep to read") from None
+        payload = None
     except ValueError:
         payload = None
     if response.is_success:

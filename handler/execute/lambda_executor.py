@@ -14,7 +14,7 @@ import anyio.to_thread
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from handler.execute.base import ExecutorUnavailableError, ToolCall, ToolFailedError
+from handler.execute.base import ExecutorUnavailableError, OutputUnreturnableError, ToolCall, ToolFailedError
 
 # botocore retries a read timeout or a 5xx by default; the invoked function may already have run by then, so a
 # client used here must make exactly one attempt. The per-call bound is the tool's timeout (the Dispatcher's).
@@ -52,19 +52,21 @@ class LambdaExecutor:
             response = await anyio.to_thread.run_sync(invoke, abandon_on_cancel=True)
         except (BotoCoreError, ClientError) as exc:
             raise ExecutorUnavailableError(f"the function for {call.tool.name} could not be invoked") from exc
-        body = _read_payload(response)
+        body = _read_payload(call.tool.name, response)
         if response.get("FunctionError"):
             message = body.get("errorMessage") if isinstance(body, dict) else None
             raise ToolFailedError(str(message or f"{call.tool.name} failed ({response['FunctionError']})"))
         return body
 
 
-def _read_payload(response: dict[str, Any]) -> Any:
+def _read_payload(tool_name: str, response: dict[str, Any]) -> Any:
     stream = response.get("Payload")
     raw = stream.read() if stream is not None else b""
     if not raw:
         return None
     try:
         return json.loads(raw)
+    except RecursionError:  # json.loads stops at Python's recursion limit (~1,000 levels)
+        raise OutputUnreturnableError(tool_name, "the function answered with JSON nested too deep to read") from None
     except ValueError as exc:
         raise ExecutorUnavailableError("the function answered with a payload that is not JSON") from exc

@@ -71,5 +71,5 @@ def _output(tool_name: str, result: types.CallToolResult) -> Any:
 def _maybe_json(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past ~1,000 levels; the text is still an answer
         return text

@@ -26,9 +26,10 @@ from handler.errors import (
     RequestError,
     ServiceUnavailableError,
 )
-from handler.execute.base import Dispatcher, ExecutionError, ToolCall
+from handler.execute.base import Dispatcher, ExecutionError, OutputUnreturnableError, ToolCall
 from handler.execute.input_check import FieldProblem, input_problems
 from handler.index_holder import IndexHolder
+from handler.json_limits import MAX_OUTPUT_DEPTH, json_problem, printable
 from handler.policy.model import ExecutionRecord, Gateway
 from handler.services.access import AccessPolicy
 
@@ -103,6 +104,8 @@ class ExecutionService:
         started = time.perf_counter()
         try:
             output = await self.dispatcher.run(ToolCall(checked.tool, checked.arguments, user_id))
+            # Before the response is built: a serialisation failure there would be a 500 for a call that ran.
+            await anyio.to_thread.run_sync(_check_returnable, checked.tool.name, output)
             failure: ExecutionError | None = None
         except ExecutionError as exc:
             output, failure = None, exc
@@ -112,7 +115,8 @@ class ExecutionService:
             success=failure is None,
             output=output,
             error_name=failure.name if failure else None,
-            error_message=str(failure) if failure else None,
+            # printable: the message may quote the worker or upstream server, lone surrogates included.
+            error_message=printable(str(failure)) if failure else None,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
         outcome = "ok" if failure is None else failure.name
@@ -179,6 +183,13 @@ class ExecutionService:
         except PolicyUnavailableError:
             # The call's result matters more than its log entry: report it either way.
             log.warning("recording execution for query %s failed", query_id, exc_info=True)
+
+
+def _check_returnable(tool_name: str, output: Any) -> None:
+    problem = json_problem(output, MAX_OUTPUT_DEPTH)
+    if problem is not None:
+        where = ".".join(("output", *problem.path))
+        raise OutputUnreturnableError(tool_name, f"{where[:200]} {problem.reason}")
 
 
 def _log_execution(execution: Execution, tool: Tool, outcome: str, query_id: str | None) -> None:

@@ -69,6 +69,8 @@ def _decode(raw: bytes) -> types.JSONRPCMessage:
         data = json.loads(raw)
     except ValueError as exc:
         raise _RpcError(types.PARSE_ERROR, "Parse error: the body is not JSON", status=400) from exc
+    except RecursionError as exc:  # json.loads stops at Python's recursion limit (~1,000 levels)
+        raise _RpcError(types.PARSE_ERROR, "Parse error: the body is nested too deep to read", status=400) from exc
     if isinstance(data, list):
         # JSON-RPC batches were removed from MCP in 2025-06-18; one request per POST keeps the exchange stateless.
         raise _RpcError(types.INVALID_REQUEST, "Batch requests are not supported", status=400)
@@ -175,7 +177,13 @@ async def _call_tool(request: Any, version: str, host: ToolHost) -> dict[str, An
     except Exception:
         logger.exception("tools/call %s failed", params.name)
         result = error_result("an internal error stopped this call; the operator will find it in toolrec's logs")
-    return _dump(result)
+    try:
+        return _dump(result)
+    except ValueError:  # pydantic's serialisation errors; the tool may have run, so still a result, not an HTTP 500
+        logger.exception("tools/call %s: the result could not be serialised", params.name)
+        return _dump(
+            error_result("the result of this call could not be encoded; the operator will find it in the logs")
+        )
 
 
 def error_result(message: str, structured: dict[str, Any] | None = None) -> types.CallToolResult:

@@ -12,7 +12,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 SLOW_SECONDS = 3.0
@@ -43,16 +43,44 @@ async def _huge(arguments: dict[str, Any]) -> JSONResponse:
     return JSONResponse({"blob": "x" * int(arguments["size"])})
 
 
-_HANDLERS = {"huge": _huge, "forecast": _forecast, "fail": _fail, "slow": _slow, "post": _post}
+async def _nested(arguments: dict[str, Any]) -> Response:
+    # Written by hand: json.dumps itself stops at ~1,000 levels, and a worker in another language would not.
+    depth = int(arguments["depth"])
+    return Response('{"level":' * depth + '"bottom"' + "}" * depth, media_type="application/json")
+
+
+async def _odd(arguments: dict[str, Any]) -> Response:
+    # JSON that Python parses but cannot send on: NaN (not JSON, accepted by json.loads) or a lone surrogate escape.
+    if arguments["kind"] == "error":  # a tool error whose message holds a lone surrogate
+        return Response('{"error":"printer \\ud800 jammed"}', status_code=502, media_type="application/json")
+    value = {"nan": "NaN", "surrogate": '"\\ud800"'}[str(arguments["kind"])]
+    return Response('{"value":' + value + "}", media_type="application/json")
+
+
+async def _echo(arguments: dict[str, Any]) -> JSONResponse:
+    return JSONResponse({"received": arguments})
+
+
+_HANDLERS = {
+    "huge": _huge,
+    "forecast": _forecast,
+    "fail": _fail,
+    "slow": _slow,
+    "post": _post,
+    "nested": _nested,
+    "odd": _odd,
+    "echo": _echo,
+}
 
 
 def http_worker_app(calls: list[dict[str, Any]] | None = None) -> Starlette:
-    """A worker whose endpoints ``/forecast`` and ``/post`` compute, ``/fail`` errors, ``/slow`` outlasts a timeout.
+    """A worker whose endpoints ``/forecast`` and ``/post`` compute, ``/fail`` errors, ``/slow`` outlasts a timeout;
+    ``/nested``, ``/odd`` answer JSON nested ``depth`` levels deep or with NaN / a lone surrogate, ``/echo`` echoes.
 
     Every request body is appended to ``calls`` so tests can check what reached the worker (and how often).
     """
 
-    async def handle(request: Request) -> JSONResponse:
+    async def handle(request: Request) -> Response:
         body = await request.json()
         if calls is not None:
             calls.append({"path": request.url.path, **body})

@@ -11,7 +11,8 @@ page on another origin cannot send without a CORS preflight that this app never 
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 import anyio.to_thread
 from fastapi import APIRouter, Header, Path, Request, Response
@@ -55,7 +56,17 @@ async def mcp_message(
     reply = await exchange(await request.body(), protocol_version, host)
     if reply.body is None:
         return Response(status_code=reply.status)
-    return JSONResponse(reply.body, status_code=reply.status)
+    return _JsonRpcResponse(reply.body, status_code=reply.status)
+
+
+class _JsonRpcResponse(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            # A lone surrogate the client sent (in an id, a method name) and the answer echoes: strict UTF-8 cannot
+            # encode it, so it goes back as the escape it came in as (issue 15: this was a 500).
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 @router.get("/mcp/{gateway_id}", response_model=None, include_in_schema=False)
