@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp.server.mcpserver import MCPServer
 
 from build_index.build import build_index
 from build_index.model_prepare import MODEL_ID
@@ -80,7 +81,7 @@ class Setup:
 def setup(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     root = tmp_path_factory.mktemp("untrusted-json")
     calls: list[dict[str, Any]] = []
-    with serve(http_worker_app(calls)) as worker:
+    with serve(http_worker_app(calls)) as worker, serve(_nesting_upstream()) as upstream:
 
         def tool(name: str, description: str, path: str, schema: dict[str, Any]) -> Tool:
             executor = Executor(kind="http", target=f"{worker}/{path}", timeout_s=10)
@@ -91,7 +92,8 @@ def setup(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Itera
             tool("Nested.Output", "Return a document nested many levels deep.", "nested",
                  {"type": "object", "properties": {"depth": {"type": "integer"}}, "required": ["depth"]}),
             tool("Odd.Output", "Return a value that JSON cannot carry.", "odd",
-                 {"type": "object", "properties": {"kind": {"enum": ["nan", "surrogate", "error"]}}, "required": ["kind"]}),
+                 {"type": "object", "properties": {"kind": {"enum": ["nan", "surrogate", "error"]}},
+                  "required": ["kind"]}),
             tool("Echo.Input", "Echo the input back to the caller.", "echo",
                  {"type": "object", "properties": {"text": {"type": "string"}}}),
             tool("Tree.Walk", "Walk a tree of nodes.", "echo",
@@ -99,6 +101,9 @@ def setup(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Itera
             tool("Loop.Call", "A tool whose schema refers to itself in a circle.", "echo",
                  {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}},
                   "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}),
+            Tool(name="Upstream.Nest", app="Upstream", description="Nest a document on the upstream MCP server.",
+                 input_schema={"type": "object", "properties": {"depth": {"type": "integer"}}},
+                 executor=Executor(kind="mcp", target=f"{upstream}/mcp", tool="nest", timeout_s=10)),
         ]  # fmt: skip
         publish(build_index(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
         policy = {
@@ -115,6 +120,17 @@ def setup(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Itera
         settings = file_settings(str(root / "index"), policy_file, root / "cache")
         with serve(build_app(settings, embedder=embedder)) as base:
             yield Setup(base, calls, query_log_file(policy_file))
+
+
+def _nesting_upstream() -> Any:
+    """An upstream MCP server whose ``nest`` tool answers, as text, JSON nested ``depth`` levels deep."""
+    server = MCPServer(name="nesting", log_level="WARNING")
+
+    @server.tool(description="Nest a document.", structured_output=False)  # text content: what _maybe_json reads
+    def nest(depth: int) -> str:
+        return '{"level":' * depth + "0" + "}" * depth
+
+    return server.streamable_http_app(json_response=True, stateless_http=True)
 
 
 @pytest.fixture
@@ -156,6 +172,12 @@ def test_rest_execute_of_a_deeply_nested_output_is_a_tool_error_and_recorded(
     [record] = setup.executions_logged(query_id)
     assert (record["tool_name"], record["outcome"]) == ("Nested.Output", "executor_unavailable")
     assert errors_logged == []
+
+
+def test_an_upstream_mcp_tool_answering_deep_json_is_a_tool_error(setup: Setup) -> None:
+    response = setup.execute("Upstream.Nest", {"depth": 300})
+    assert response.status_code == 200, response.text
+    assert "nested" in _failed_after_running(response.json(), "Upstream.Nest")
 
 
 def test_an_output_nested_within_the_limit_is_returned(setup: Setup) -> None:
