@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from handler.embedder import Embedder
 from handler.errors import ToolrecError
-from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_document
+from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_if_absent
 from handler.policy.keys import generate_key, hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, AppInfo, Connection, Gateway
 
@@ -85,8 +85,7 @@ def _latest_model_fingerprint(index_dir: Path) -> str | None:
 
 def ensure_policy(policy_file: Path, api_key: str | None) -> str | None:
     """Write the default policy if absent; make sure a bootstrap key works. Returns a newly generated key."""
-    if not policy_file.exists():
-        write_document(policy_file, demo_policy())
+    write_if_absent(policy_file, demo_policy())  # under the writer lock: a concurrent `toolrec policy` survives
     store = FilePolicyStore(policy_file)
     if api_key:
         if store.api_key(hash_key(api_key)) is None:

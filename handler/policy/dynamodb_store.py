@@ -13,6 +13,11 @@ Table designs (every key attribute is a string unless noted; infra/template.yaml
   seconds) is the table's TTL attribute; executions are appended to the record's ``executions`` list.
 
 The record fields are stored as plain attributes next to the keys, so the items read well in the console.
+
+No write reads first: every change is one ``PutItem``/``DeleteItem`` of a whole record, and linking an execution
+is one atomic ``list_append`` update, so concurrent writers cannot lose each other's changes (issue 15 item 2;
+tests/reliability/test_policy_writers.py interleaves two). A change that must read before it writes needs a
+``ConditionExpression`` on what it read, retried a bounded number of times.
 """
 
 from __future__ import annotations

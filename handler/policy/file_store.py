@@ -9,22 +9,29 @@ Format (``version`` 1)::
      "connections": [{"user_id": "demo-user", "app_id": "Slack", "connected": true, "account": "...", "scopes": []}],
      "api_keys": [{"key_id": "...", "key_hash": "<sha256 hex>", "gateway_id": null}]}
 
-The file is re-read when its modification time changes, so ``toolrec policy`` edits apply to a running
-server. Writes go to a temporary file that replaces the original, so a reader never sees half a file.
+The file is re-read when it changes (another inode, modification time or size), so ``toolrec policy`` edits
+apply to a running server. Every change is a read-modify-write done entirely under an OS lock on the sidecar
+``.<policy>.lock`` (flock), re-reading the file inside the lock, so concurrent ``toolrec policy`` processes
+never lose each other's changes (issue 15: 8 at once kept 4-7 of 7 rules and sometimes a revoked key). The
+new version goes to a temporary file in the same directory, is fsynced and replaces the original, so a reader
+(which takes no lock) sees the old file or the new one, never half.
 The query log is appended to ``<policy>.queries.jsonl`` next to the policy file (one JSON object per line, a
-``query`` per select and an ``execution`` per linked call), so a local server loses none; the most recent records
-are also kept in memory (bounded, expired ones dropped) for linking executions.
+``query`` per select and an ``execution`` per linked call), so a local server loses none; each line is one
+``write`` under a lock on the log, so several servers sharing the file never interleave lines. The most recent
+records are also kept in memory (bounded, expired ones dropped) for linking executions.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
@@ -43,6 +50,9 @@ from handler.policy.model import (
 
 FILE_VERSION = 1
 MAX_LOGGED_QUERIES = 10_000
+# A writer holds the lock for one read-modify-write (milliseconds); one stuck longer than this (stopped, hung
+# on a dead disk) fails the waiting command instead of hanging it.
+LOCK_TIMEOUT_S = 30.0
 T = TypeVar("T")
 
 
@@ -72,11 +82,79 @@ def read_document(path: Path) -> PolicyDocument:
 
 
 def write_document(path: Path, document: PolicyDocument) -> None:
+    """Replace the file atomically and durably; callers that read first hold ``writer_lock`` (``update_document``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as stream:
-        stream.write(document.model_dump_json(indent=2, exclude_none=True) + "\n")
-    Path(tmp).replace(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            stream.write(document.model_dump_json(indent=2, exclude_none=True) + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())  # the data is on disk before the name points at it
+        Path(tmp).replace(path)
+    except BaseException:
+        with suppress(OSError):
+            Path(tmp).unlink()
+        raise
+    _fsync_directory(path.parent)  # and the rename survives a crash: a committed change stays committed
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def lock_file(policy_file: Path) -> Path:
+    """The sidecar the writers lock: the policy file itself is replaced on every write, so it cannot hold a lock."""
+    return policy_file.with_name(f".{policy_file.name}.lock")
+
+
+def _flock(fd: int, what: Path, timeout_s: float = LOCK_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    delay = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise PolicyUnavailableError(f"{what} stayed locked by another writer for {timeout_s:.0f} s") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+@contextmanager
+def writer_lock(policy_file: Path) -> Iterator[None]:
+    """Serialise writers of one policy file across processes and threads (each open file is its own flock)."""
+    policy_file.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_file(policy_file)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        _flock(fd, policy_file)
+        yield
+    finally:
+        os.close(fd)  # releases the lock, also when the process dies holding it
+
+
+def update_document(path: Path, change: Callable[[PolicyDocument], None]) -> None:
+    """One read-modify-write of the policy file, all of it under the writer lock, so no change is lost."""
+    with writer_lock(path):
+        document = read_document(path) if path.exists() else PolicyDocument()
+        change(document)
+        write_document(path, document)
+
+
+def write_if_absent(path: Path, document: PolicyDocument) -> bool:
+    """Create the policy file unless it exists (checked under the lock, so a concurrent writer's file survives)."""
+    if path.exists():
+        return False  # the common case takes no lock, so a read-only policy directory still serves
+    with writer_lock(path):
+        if path.exists():
+            return False
+        write_document(path, document)
+        return True
 
 
 def query_log_file(policy_file: Path) -> Path:
@@ -91,18 +169,21 @@ class FilePolicyStore:
         self.path = path
         self._clock = clock
         self._lock = threading.Lock()
-        self._loaded: tuple[float, PolicyDocument] | None = None
+        self._loaded: tuple[tuple[int, int, int, int], PolicyDocument] | None = None
         self._queries: OrderedDict[str, QueryRecord] = OrderedDict()
         self.query_log_path = query_log_file(path)
 
     def document(self) -> PolicyDocument:
         try:
-            mtime = self.path.stat().st_mtime_ns
+            stat = self.path.stat()
         except OSError as exc:
             raise PolicyUnavailableError(f"no policy file at {self.path}") from exc
+        # Every write is a new inode: the mtime alone can miss two writes within one coarse timestamp tick (and
+        # keep serving a revoked key). Stat before reading, so the cached text is never older than its version.
+        version = (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
         loaded = self._loaded
-        if loaded is None or loaded[0] != mtime:
-            loaded = (mtime, read_document(self.path))
+        if loaded is None or loaded[0] != version:
+            loaded = (version, read_document(self.path))
             self._loaded = loaded
         return loaded[1]
 
@@ -126,9 +207,16 @@ class FilePolicyStore:
     def _append_log(self, kind: str, record: BaseModel, **keys: str) -> None:
         # Durable, not just the bounded memory copy: a load test counted records beyond MAX_LOGGED_QUERIES as lost.
         line = json.dumps({"kind": kind, **keys, "record": record.model_dump(mode="json")}, ensure_ascii=False)
+        data = memoryview((line + "\n").encode("utf-8"))
         try:
-            with self.query_log_path.open("a", encoding="utf-8") as stream:
-                stream.write(line + "\n")
+            # One O_APPEND write per line, under a lock on the log: servers sharing the file never interleave.
+            fd = os.open(self.query_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                _flock(fd, self.query_log_path)
+                while data:
+                    data = data[os.write(fd, data) :]
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise PolicyUnavailableError(f"cannot append to the query log {self.query_log_path}: {exc}") from exc
 
@@ -160,11 +248,8 @@ class FilePolicyStore:
 
     # Writes (toolrec policy).
     def _update(self, change: Callable[[PolicyDocument], None]) -> None:
-        with self._lock:
-            document = read_document(self.path) if self.path.exists() else PolicyDocument()
-            change(document)
-            write_document(self.path, document)
-            self._loaded = None
+        update_document(self.path, change)
+        self._loaded = None
 
     def put_gateway(self, gateway: Gateway) -> None:
         self._update(lambda d: _upsert(d.gateways, gateway, lambda g: g.gateway_id == gateway.gateway_id))
