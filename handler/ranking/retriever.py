@@ -12,7 +12,9 @@ import numpy.typing as npt
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import standardized_sum
+from handler.ranking.no_match import NO_MATCH_COSINE
 from handler.ranking.topk import top_k
+from handler.tool_names import name_key  # one folding of tool names for every lookup
 
 FloatArray = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
@@ -31,9 +33,14 @@ class Hit:
     semantic: float | None = None  # the tool's cosine with the query, when the query was embedded
 
 
-def name_key(name: str) -> str:
-    """Tool names match exactly whatever the separator an agent used: "Slack.SendMessage" == "slack_sendmessage"."""
-    return name.strip().lower().replace("_", ".")
+@dataclass(frozen=True)
+class Recommendation:
+    hits: tuple[Hit, ...]  # best first; empty when nothing allowed matches (the calibrated no match)
+    best_cosine: float | None  # the best cosine of any allowed tool; None when the query was not embedded
+
+    @property
+    def no_match(self) -> bool:
+        return not self.hits
 
 
 @dataclass(frozen=True)
@@ -68,18 +75,35 @@ class RankingIndex:
         (query.embed_query); unused by BM25 alone, which returns only tools sharing a term with the query.
         A query equal to an allowed tool's name ranks it first.
         """
+        return list(self.recommend(query, query_vector, k, allowed, method, no_match_cosine=None).hits)
+
+    def recommend(
+        self,
+        query: str,
+        query_vector: FloatArray | None,
+        k: int,
+        allowed: BoolArray | None = None,
+        method: Method = Method.HYBRID,
+        no_match_cosine: float | None = NO_MATCH_COSINE,
+    ) -> Recommendation:
+        """``rank``, with the calibrated no match decided over every allowed tool's cosine, not the k shown:
+        a property of the query and the allowed tools, never of k (PRODUCT.md §2). ``None`` never refuses."""
         if allowed is None:
             allowed = np.ones(len(self), dtype=bool)
         scores, cosines = self._scores(query, query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
-        if exact is not None and allowed[exact]:
+        named = exact is not None and bool(allowed[exact])
+        if exact is not None and named:
             scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
+        best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
+        if not named and no_match_cosine is not None and best is not None and best < no_match_cosine:
+            return Recommendation((), best)  # a tool named exactly is never refused
         chosen = top_k(scores, k)
         if cosines is None:
-            return [Hit(int(i), float(scores[i])) for i in chosen]
-        return [Hit(int(i), float(scores[i]), float(cosines[i])) for i in chosen]
+            return Recommendation(tuple(Hit(int(i), float(scores[i])) for i in chosen), best)
+        return Recommendation(tuple(Hit(int(i), float(scores[i]), float(cosines[i])) for i in chosen), best)
 
     def _scores(
         self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method

@@ -20,9 +20,8 @@ from handler.errors import IndexUnavailableError, PolicyUnavailableError, Servic
 from handler.index_holder import IndexHolder, ServingIndex
 from handler.policy.model import Principal, QueryRecord
 from handler.policy.store import PolicyStore
-from handler.ranking.no_match import is_no_match
-from handler.ranking.query import embed_query, query_text
-from handler.ranking.retriever import Hit, Method
+from handler.ranking.recommend import recommend
+from handler.ranking.retriever import Method
 from handler.services.access import AccessPolicy
 from handler.services.tool_table import BoolArray
 
@@ -41,11 +40,6 @@ class TaskResult:
 class Selection:
     query_id: str
     results: tuple[TaskResult, ...]
-
-
-def matching_hits(hits: Sequence[Hit]) -> list[Hit]:
-    """The hits that really match the task; an empty list is the calibrated "no match" (PRODUCT.md §2)."""
-    return [] if is_no_match(hits) else list(hits)
 
 
 class ToolFinder:
@@ -92,17 +86,15 @@ class ToolFinder:
         index, allowed = self._scope(principal, user_id, gateway_id)
         results = []
         for task in tasks:
-            query = query_text(task, context)
             try:
-                vector = embed_query(self.embedder, query)
-                hits = index.loaded.ranking.rank(query.lexical, vector, top_k, allowed, Method.HYBRID)
+                found = recommend(index.loaded.ranking, self.embedder, task, context, top_k, allowed)
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")
                 if isolate_failures:
                     results.append(TaskResult(task, (), unavailable=True))
                     continue
                 raise ServiceUnavailableError("the tool lookup failed; retry the request") from exc
-            tools = tuple(index.loaded.tools[h.index] for h in matching_hits(hits))
+            tools = tuple(index.loaded.tools[h.index] for h in found.hits)  # none: the calibrated no match
             results.append(TaskResult(task, tools))
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=gateway_id or principal.gateway_id)

@@ -25,8 +25,7 @@ from handler.embedder import Embedder
 from handler.policy.file_store import PolicyDocument, write_document
 from handler.policy.keys import hash_key
 from handler.policy.model import ApiKeyRecord
-from handler.ranking.no_match import is_no_match
-from handler.ranking.query import embed_query, query_text
+from handler.ranking.recommend import recommend
 from handler.ranking.retriever import RankingIndex
 from handler.settings import Settings
 
@@ -180,7 +179,6 @@ def full_answer_size(ranking: RankingIndex, embedder: Embedder, task: str, allow
     """How many suggestions select owes for ``task`` when only ``allowed`` tools may be used: min(top_k, allowed), or
     0 when the ranking core itself, ranking exactly those tools, calls the task a no match (the calibrated empty
     answer). What "no slot lost to a filtered-out tool" means for a policy test."""
-    query = query_text(task, None)
     mask = np.array([name in allowed for name in ranking.names])
-    hits = ranking.rank(query.lexical, embed_query(embedder, query), top_k, mask)
-    return 0 if is_no_match(hits) else min(top_k, len(allowed))
+    found = recommend(ranking, embedder, task, None, top_k, mask)
+    return 0 if found.no_match else min(top_k, len(allowed))

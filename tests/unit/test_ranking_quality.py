@@ -11,8 +11,8 @@ from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import build_bm25
 from handler.ranking.dense import DenseMatrix, quantize
 from handler.ranking.fusion import standardized_sum, z_score
-from handler.ranking.no_match import NO_MATCH_COSINE, calibrate, is_no_match, refusal_upper_bound
-from handler.ranking.retriever import Hit, Method, RankingIndex
+from handler.ranking.no_match import calibrate, refusal_upper_bound
+from handler.ranking.retriever import Method, RankingIndex
 from handler.ranking.text import index_text
 
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, width=32)
@@ -69,26 +69,53 @@ def test_embedded_queries_carry_each_hits_cosine(method: Method) -> None:
     assert cosines[2] == pytest.approx(0.0, abs=0.01)
 
 
-def test_keyword_ranking_has_no_cosine_and_never_answers_no_match() -> None:
-    hits = _index().rank("weather forecast", None, 3, method=Method.BM25)
-    assert hits and all(h.semantic is None for h in hits)
-    assert not is_no_match(hits)
+def test_keyword_ranking_has_no_cosine_and_refuses_only_a_query_sharing_no_word() -> None:
+    found = _index().recommend("weather forecast", None, 3, method=Method.BM25)
+    assert found.hits and all(h.semantic is None for h in found.hits) and found.best_cosine is None
+    assert _index().recommend("quantum chromodynamics", None, 3, method=Method.BM25).no_match
 
 
-def test_no_match_when_no_hit_is_close_enough() -> None:
-    assert is_no_match([])
-    assert is_no_match([Hit(0, 1.0, NO_MATCH_COSINE - 0.01), Hit(1, 0.5, 0.0)])
-    assert not is_no_match([Hit(0, 1.0, NO_MATCH_COSINE - 0.01), Hit(1, 0.5, NO_MATCH_COSINE)])
-    assert not is_no_match([Hit(0, 1.0, 0.1)], threshold=0.05)
+def _unit(*components: float) -> np.ndarray:
+    vector = np.zeros(8, dtype=np.float32)
+    vector[: len(components)] = components
+    return vector / np.linalg.norm(vector)
 
 
-def test_an_unrelated_query_is_refused_and_a_related_one_is_not() -> None:
+def test_no_match_when_no_allowed_tool_is_close_enough() -> None:
     index = _index()
-    unrelated = np.zeros(8, dtype=np.float32)
-    unrelated[7] = 1.0  # orthogonal to every tool
-    assert is_no_match(index.rank("quantum chromodynamics", unrelated, 3))
-    related = np.array([0.0, 0.0, 1.0, 0, 0, 0, 0, 0], dtype=np.float32)
-    assert not is_no_match(index.rank("weather in Paris", related, 3))
+    unrelated = _unit(0, 0, 0, 0, 0, 0, 0, 1)  # orthogonal to every tool
+    refused = index.recommend("quantum chromodynamics", unrelated, 3)
+    assert refused.no_match and refused.hits == () and refused.best_cosine == pytest.approx(0.0, abs=0.01)
+    assert not index.recommend("weather in Paris", _unit(0, 0, 1), 3).no_match
+    # Only the allowed tools' cosines count: the one close tool, disallowed, does not rescue the query.
+    assert index.recommend("weather in Paris", _unit(0, 0, 1), 3, np.array([True, True, False])).no_match
+    assert not index.recommend("quantum chromodynamics", unrelated, 3, no_match_cosine=None).no_match
+
+
+def test_a_tool_named_exactly_is_never_refused() -> None:
+    found = _index().recommend("Weather.GetForecast", _unit(0, 0, 0, 0, 0, 0, 0, 1), 1)
+    assert [h.index for h in found.hits] == [2]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.floats(min_value=-1, max_value=1, allow_nan=False, width=32), min_size=8, max_size=8),
+    st.lists(st.booleans(), min_size=3, max_size=3),
+    st.sampled_from(["send a message", "weather", "open an issue", "quantum chromodynamics", ""]),
+    st.floats(min_value=-0.5, max_value=1.0, allow_nan=False),
+)
+def test_no_match_is_a_property_of_the_task_and_the_allowed_tools_never_of_top_k(
+    components: list[float], allowed: list[bool], words: str, threshold: float
+) -> None:
+    vector = np.asarray(components, dtype=np.float32)
+    if float(np.linalg.norm(vector)) < 1e-3:
+        vector[0] = 1.0
+    vector /= np.linalg.norm(vector)
+    mask = np.array(allowed)
+    answers = [_index().recommend(words, vector, k, mask, no_match_cosine=threshold) for k in range(1, 21)]
+    assert len({a.no_match for a in answers}) == 1
+    for k, answer in enumerate(answers, start=1):
+        assert len(answer.hits) == (0 if answer.no_match else min(k, int(mask.sum())))
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,0 +1,32 @@
+"""One call into the ranking core per task: query formation, its embeddings, the ranking and the no match.
+
+Select and ``toolrec eval`` both answer a task through ``recommend``, so what eval measures is what an agent
+receives (PRODUCT.md §5: C@5 at ``top_k`` 5, the no match applied).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from handler.ranking.no_match import NO_MATCH_COSINE
+from handler.ranking.query import embed_query, query_text
+from handler.ranking.retriever import BoolArray, Method, RankingIndex, Recommendation
+
+if TYPE_CHECKING:
+    from handler.embedder import Embedder
+
+
+def recommend(
+    ranking: RankingIndex,
+    embedder: Embedder,
+    task: str,
+    context: str | None,
+    k: int,
+    allowed: BoolArray | None = None,
+    method: Method = Method.HYBRID,
+    no_match_cosine: float | None = NO_MATCH_COSINE,
+) -> Recommendation:
+    """Up to ``k`` allowed tools for the task, best first, or none when nothing allowed matches it."""
+    query = query_text(task, context)
+    vectors = None if method is Method.BM25 else embed_query(embedder, query)
+    return ranking.recommend(query.lexical, vectors, k, allowed, method, no_match_cosine)
