@@ -19,14 +19,15 @@ from typing import Any
 from build_index.build import build_index
 from build_index.metrics import completeness, ndcg, recall
 from build_index.publish import publish
-from build_index.training_split import needs_held_out_tool
+from build_index.reference_bm25 import ReferenceBM25, reference_text
+from build_index.training_split import unseen_by_model
 from handler.catalog import _VERSION_SUFFIX, Tool
 from handler.embedder import Embedder
 from handler.index_format import LoadedIndex
 from handler.index_store import LocalIndexStore, load_latest
-from handler.ranking.no_match import calibrate, is_no_match
-from handler.ranking.query import embed_query, query_text
-from handler.ranking.retriever import Hit, Method
+from handler.ranking.no_match import NO_MATCH_COSINE, calibrate
+from handler.ranking.recommend import recommend
+from handler.ranking.retriever import Method, Recommendation
 
 EVAL_CACHE = Path.home() / ".cache" / "toolrec" / "eval"
 SUBSET_FIELDS = ("subset", "task", "split", "has_context")
@@ -135,91 +136,139 @@ def evaluate(
     with_instruction: bool = False,
     no_match_against: Sequence[Path] = (),
     cache: Path = EVAL_CACHE,
+    no_match_cosine: float | None = NO_MATCH_COSINE,
 ) -> dict[str, Any]:
-    """Rank every query of the set; with ``no_match_against``, also run those sets' queries (tools the set's
-    catalog does not hold) against this catalog and report how often each kind is answered "no match"."""
-    ids, _ = benchmark_tools(bench_dir)
+    """Answer every query of the set as select answers a task (``recommend``: the no match applied, at
+    ``top_k`` 10, whose first 5 are what ``top_k`` 5 returns), beside the reference BM25 and the product's own
+    BM25 in the same run; with ``no_match_against``, also run those sets' queries (tools this catalog does not
+    hold) and report how often each kind is answered "no match"."""
+    ids, tools = benchmark_tools(bench_dir)
     index = cached_index(bench_dir, embedder, model_id, cache)
+    reference = ReferenceBM25([reference_text(t.name, t.description) for t in _raw_names(bench_dir, tools)])
     queries = benchmark_queries(bench_dir, with_instruction)
-    overall = Scores()
+    overall, own_bm25, baseline = Scores(), Scores(), Scores()
     per_subset: dict[str, Scores] = defaultdict(Scores)
     latencies = []
     refused = 0
     for query in queries:
         started = time.perf_counter()
-        hits = rank_query(index, embedder, query.text, method)
+        found = answer(index, embedder, query.text, method, no_match_cosine)
         latencies.append(time.perf_counter() - started)
-        refused += is_no_match(hits)
-        ranked = [ids[h.index] for h in hits]
+        refused += found.no_match
+        ranked = [ids[h.index] for h in found.hits]
         overall.add(ranked, query.groups)
+        own_bm25.add([ids[h.index] for h in answer(index, embedder, query.text, Method.BM25).hits], query.groups)
+        baseline.add([ids[i] for i in reference.rank(query.text, K)], query.groups)
         for name, value in query.labels.items():
             per_subset[f"{name}={value}"].add(ranked, query.groups)
+    scores = overall.as_percentages()
     result: dict[str, Any] = {
         "set": bench_dir.name,
         "retriever": method.value,
         "with_instruction": with_instruction,
         "queries": overall.queries,
         "tools": len(ids),
-        **overall.as_percentages(),
+        **scores,
+        "gap_closed_reference": gap_closed(scores["c@10"], baseline.as_percentages()["c@10"]),
+        "gap_closed_own_bm25": gap_closed(scores["c@10"], own_bm25.as_percentages()["c@10"]),
+        "reference_bm25": baseline.as_percentages(),
+        "own_bm25": own_bm25.as_percentages(),
         "median_latency_ms": round(1000 * statistics.median(latencies), 3) if latencies else None,
+        "no_match_cosine": no_match_cosine,
         "no_match_false_rate": round(100.0 * refused / len(queries), 2) if queries else None,
     }
     if no_match_against:
-        result["no_match_true_rate"] = off_catalog_refusals(index, embedder, method, no_match_against)
+        result["no_match_true_rate"] = off_catalog_refusals(index, embedder, method, no_match_against, no_match_cosine)
     result["per_subset"] = {
         name: {"queries": s.queries, **s.as_percentages()} for name, s in sorted(per_subset.items())
     }
     return result
 
 
-def rank_query(index: LoadedIndex, embedder: Embedder, text: str, method: Method) -> list[Hit]:
-    """A query through the same steps as select: query formation, its embeddings, the ranking."""
-    query = query_text(text)
-    vectors = None if method is Method.BM25 else embed_query(embedder, query)
-    return index.ranking.rank(query.lexical, vectors, K, method=method)
+def gap_closed(score: float, baseline: float) -> float:
+    """The share (%) of the baseline's misses that ``score`` recovers: (C - C_base) / (100 - C_base)."""
+    return round(100.0 * (score - baseline) / (100.0 - baseline), 1) if baseline < 100.0 else 0.0
 
 
-def off_catalog_refusals(index: LoadedIndex, embedder: Embedder, method: Method, others: Sequence[Path]) -> float:
+def _raw_names(bench_dir: Path, tools: Sequence[Tool]) -> list[Tool]:
+    """The tools under the names the set itself gives them: the reference BM25 reads the set as published."""
+    rows = _read_jsonl(bench_dir / "tools.jsonl")
+    return [
+        tool.model_copy(update={"name": str(row.get("name") or row["id"])})
+        for tool, row in zip(tools, rows, strict=True)
+    ]
+
+
+def answer(
+    index: LoadedIndex,
+    embedder: Embedder,
+    text: str,
+    method: Method,
+    no_match_cosine: float | None = NO_MATCH_COSINE,
+    k: int = K,
+) -> Recommendation:
+    """A query through select's own path (query formation, embeddings, ranking, no match)."""
+    return recommend(index.ranking, embedder, text, None, k, method=method, no_match_cosine=no_match_cosine)
+
+
+def off_catalog_refusals(
+    index: LoadedIndex,
+    embedder: Embedder,
+    method: Method,
+    others: Sequence[Path],
+    no_match_cosine: float | None = NO_MATCH_COSINE,
+) -> float:
     """Share (%) of other sets' queries answered "no match" by this catalog, each set weighing the same."""
     rates = []
     for other in others:
         queries = benchmark_queries(other, with_instruction=False)
-        refused = 0
-        for query in queries:
-            refused += is_no_match(rank_query(index, embedder, query.text, method))
+        refused = sum(answer(index, embedder, q.text, method, no_match_cosine, k=1).no_match for q in queries)
         rates.append(refused / len(queries) if queries else 0.0)
     return round(100.0 * statistics.mean(rates), 2) if rates else 0.0
 
 
+def best_cosines(
+    directory: Path, embedder: Embedder, model_id: str, max_queries: int | None = None, cache: Path = EVAL_CACHE
+) -> list[float]:
+    """The best cosine of any of the set's tools with each of its queries the model never trained on."""
+    loaded = cached_index(directory, embedder, model_id, cache)
+    return [
+        answer(loaded, embedder, q.text, Method.HYBRID, no_match_cosine=None, k=1).best_cosine or 0.0
+        for q in calibration_queries(directory, max_queries)
+    ]
+
+
 def calibrate_no_match(
-    training_dirs: Sequence[Path],
+    set_dirs: Sequence[Path],
     embedder: Embedder,
     model_id: str,
     max_queries: int | None = None,
     cache: Path = EVAL_CACHE,
 ) -> dict[str, Any]:
-    """The no-match threshold from training sets (never evaluation sets): each set's queries about tools the
-    model was not trained on (build_index/training_split.py), ranked against the whole catalog exactly as
-    select ranks them, give the best cosine of a real request; see handler/ranking/no_match.py.
-    ``max_queries`` takes an evenly spaced, deterministic sample of a large set."""
-    best: dict[str, list[float]] = {}
-    for directory in training_dirs:
-        loaded = cached_index(directory, embedder, model_id, cache)
-        best[directory.name] = [
-            max((h.semantic or 0.0 for h in rank_query(loaded, embedder, q.text, Method.HYBRID)), default=0.0)
-            for q in calibration_queries(directory, max_queries)
-        ]
-    return {"threshold": calibrate(best), "queries": {name: len(v) for name, v in best.items()}}
+    """The no-match threshold from the given sets: each set's queries the model never trained on
+    (build_index/training_split.py), ranked against the whole catalog exactly as select ranks them, give the
+    best cosine of a real request; see handler/ranking/no_match.py. Also, for every set, the threshold the
+    others give (leave one set out): the figure to report for that set. ``max_queries`` takes an evenly
+    spaced, deterministic sample of a large set."""
+    best = {d.name: best_cosines(d, embedder, model_id, max_queries, cache) for d in set_dirs}
+    left_out = {}
+    for name in best:
+        others = {other: values for other, values in best.items() if other != name}
+        try:
+            left_out[name] = calibrate(others)
+        except ValueError:
+            continue  # the others are too small to vote without it
+    return {
+        "threshold": calibrate(best),
+        "queries": {name: len(v) for name, v in best.items()},
+        "threshold_without": left_out,
+    }
 
 
-def calibration_queries(training_dir: Path, max_queries: int | None = None) -> list[Query]:
+def calibration_queries(set_dir: Path, max_queries: int | None = None) -> list[Query]:
     """The set's queries about tools the model was not trained on; with ``max_queries``, an evenly spaced,
     deterministic sample of them."""
-    queries = [
-        q
-        for q in benchmark_queries(training_dir, with_instruction=False)
-        if needs_held_out_tool(training_dir.name, q.groups)
-    ]
+    queries = [q for q in benchmark_queries(set_dir, with_instruction=False) if unseen_by_model(set_dir.name, q.groups)]
     if max_queries is not None and len(queries) > max_queries:
         step = len(queries) / max_queries
         queries = [queries[int(i * step)] for i in range(max_queries)]
@@ -231,10 +280,16 @@ def format_report(result: dict[str, Any]) -> str:
     lines = [
         f"{result['set']}: {result['tools']} tools, {result['queries']} queries, retriever={result['retriever']}"
         f"{' (with instruction)' if result['with_instruction'] else ''}, "
-        f"median {result['median_latency_ms']} ms/query, no match on {result['no_match_false_rate']}% of its queries"
+        f"median {result['median_latency_ms']} ms/query; C@5 at top_k 5, the rest at top_k 10, no match applied; "
+        f"no match on {result['no_match_false_rate']}% of its queries"
         + (f", on {result['no_match_true_rate']}% of off-catalog queries" if "no_match_true_rate" in result else ""),
         f"{'subset':<34}{'queries':>8}" + "".join(f"{c:>11}" for c in columns),
         f"{'all':<34}{result['queries']:>8}" + "".join(f"{result[c]:>11.2f}" for c in columns),
+        f"{'reference bm25 (bm25s, ToolRet)':<34}{result['queries']:>8}"
+        + "".join(f"{result['reference_bm25'][c]:>11.2f}" for c in columns),
+        f"{'own bm25':<34}{result['queries']:>8}" + "".join(f"{result['own_bm25'][c]:>11.2f}" for c in columns),
+        f"C@10 gap closed: {result['gap_closed_reference']}% of the reference BM25's, "
+        f"{result['gap_closed_own_bm25']}% of its own BM25's (no match below cosine {result['no_match_cosine']})",
     ]
     for name, row in result["per_subset"].items():
         lines.append(f"{name[:33]:<34}{row['queries']:>8}" + "".join(f"{row[c]:>11.2f}" for c in columns))

@@ -38,12 +38,11 @@ from typing import Any
 
 from build_index.evaluate import benchmark_queries, benchmark_tools
 from build_index.model_prepare import DIMENSIONS, MAX_TOKENS, MODEL_ID, PINNED_FILES
-from build_index.training_split import needs_held_out_tool
+from build_index.training_split import TRAINING_SETS, needs_held_out_tool
 from handler.errors import IntegrityError, ToolrecError
 from handler.model_files import SPEC_FILE, ModelSpec, sha256_file
 from handler.ranking.text import index_text
 
-TRAINING_SETS = ("metatool", "bfcl", "toolalpaca")  # the order is part of the recipe: it fixes the shuffle
 TRAINING_EXTRA = ("torch", "transformers")
 WHEEL_CACHE = Path.home() / ".cache" / "toolrec" / "wheels"
 

@@ -12,6 +12,8 @@ import hashlib
 from collections.abc import Iterable
 
 HELD_OUT_ONE_IN = 5
+# The sets the shipped model was fine-tuned on; the order is part of the recipe: it fixes the shuffle.
+TRAINING_SETS = ("metatool", "bfcl", "toolalpaca")
 
 
 def is_held_out(set_name: str, tool_id: str) -> bool:
@@ -23,3 +25,9 @@ def is_held_out(set_name: str, tool_id: str) -> bool:
 def needs_held_out_tool(set_name: str, groups: Iterable[Iterable[str]]) -> bool:
     """True for a query (its groups of acceptable tools) that the fine-tune must not train on."""
     return any(is_held_out(set_name, tool_id) for group in groups for tool_id in group)
+
+
+def unseen_by_model(set_name: str, groups: Iterable[Iterable[str]]) -> bool:
+    """True for a query the model never trained on: every query of a set outside TRAINING_SETS, and the
+    held-out queries of those inside it."""
+    return set_name not in TRAINING_SETS or needs_held_out_tool(set_name, groups)

@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from build_index.evaluate import cached_index, calibrate_no_match, calibration_queries, evaluate, rank_query
+from build_index.evaluate import answer, cached_index, calibrate_no_match, calibration_queries, evaluate
 from build_index.model_prepare import MODEL_ID
 from build_index.training_split import needs_held_out_tool
 from handler.embedder import OnnxEmbedder
-from handler.ranking.no_match import is_no_match
 from handler.ranking.retriever import Method
 
 
@@ -53,6 +52,9 @@ def test_eval_reports_both_no_match_errors(
     result = evaluate(own, embedder, MODEL_ID, Method.HYBRID, no_match_against=[other], cache=tmp_path)
     assert result["queries"] == 30
     assert result["no_match_false_rate"] <= 1.0  # real requests keep their tools
+    # What select returns, beside the fixed reference BM25 (bm25s, ToolRet's settings) in the same run.
+    assert result["c@5"] <= result["c@10"] and result["reference_bm25"]["c@5"] <= result["reference_bm25"]["c@10"]
+    assert 0.0 < result["reference_bm25"]["c@10"] <= 100.0 and result["gap_closed_reference"] <= 100.0
     assert 0.0 <= result["no_match_true_rate"] <= 100.0
     json.dumps(result)  # the --json output
 
@@ -72,14 +74,13 @@ def test_calibration_reads_only_queries_about_tools_the_model_never_trained_on(
     metatool = shared_dir / "training" / "metatool"
     calibration = calibrate_no_match([metatool], embedder, MODEL_ID, max_queries=300, cache=tmp_path)
     assert calibration["queries"] == {"metatool": 300}
+    assert calibration["threshold_without"] == {}  # with no other set, nothing can vote
     # 300 queries can show a 1 % refusal rate only if none of them is refused: the lowest best cosine.
     assert 0.0 < calibration["threshold"] < 1.0
     sample = calibration_queries(metatool, max_queries=300)
     assert len(sample) == 300 and all(needs_held_out_tool("metatool", q.groups) for q in sample)
     index = cached_index(metatool, embedder, MODEL_ID, tmp_path)
-    refused = [
-        q for q in sample if is_no_match(rank_query(index, embedder, q.text, Method.HYBRID), calibration["threshold"])
-    ]
+    refused = [q for q in sample if answer(index, embedder, q.text, Method.HYBRID, calibration["threshold"]).no_match]
     assert refused == []
     with pytest.raises(ValueError, match="large enough"):
         calibrate_no_match([metatool], embedder, MODEL_ID, max_queries=100, cache=tmp_path)
