@@ -22,6 +22,7 @@ from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Params, build_bm25
 from handler.ranking.dense import quantize
 from handler.ranking.text import index_text
+from handler.tool_names import describe_collisions
 
 FloatArray = npt.NDArray[np.float32]
 PROGRESS_MIN_TOOLS = 200
@@ -42,6 +43,9 @@ def build_index(
     workers: int = 1,
 ) -> BuiltIndex:
     """Index a catalog. With ``model_dir`` and ``workers`` > 1, large catalogs embed in worker processes."""
+    problem = describe_collisions([tool.name for tool in tools])
+    if problem is not None:  # read_catalogs names the rows; this holds for tools that arrive any other way
+        raise CatalogError(f"nothing was built: {problem}")
     check_schemas(tools)
     analyzer = analyzer or Analyzer()
     bm25_params = bm25_params or BM25Params()

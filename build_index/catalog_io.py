@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from handler.catalog import Tool
 from handler.errors import CatalogError
+from handler.tool_names import name_key
 
 MAX_REPORTED = 20
 
@@ -26,7 +27,7 @@ def read_catalogs(paths: Sequence[Path]) -> list[Tool]:
     """All tools of the given JSONL files, in order. Any bad row fails the whole read (nothing is dropped)."""
     tools: list[Tool] = []
     problems: list[str] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, str]] = {}  # name_key -> (name, file:line): the lookup's folding decides
     for path in paths:
         for line_no, line in _lines(path):
             where = f"{path}:{line_no}"
@@ -37,10 +38,18 @@ def read_catalogs(paths: Sequence[Path]) -> list[Tool]:
                     f"{where}: {_describe(exc) if isinstance(exc, ValidationError) else f'not JSON ({exc})'}"
                 )
                 continue
-            if tool.name in seen:
-                problems.append(f"{where}: duplicate tool name {tool.name!r} (first at {seen[tool.name]})")
+            key = name_key(tool.name)
+            if key in seen:
+                first_name, first_where = seen[key]
+                if first_name == tool.name:
+                    problems.append(f"{where}: duplicate tool name {tool.name!r} (first at {first_where})")
+                else:
+                    problems.append(
+                        f"{where}: duplicate tool name {tool.name!r}: callers cannot tell it from {first_name!r} "
+                        f"(at {first_where}); names may not differ only in case or '.'/'_'"
+                    )
                 continue
-            seen[tool.name] = where
+            seen[key] = (tool.name, where)
             tools.append(tool)
     if problems:
         shown = "\n  ".join(problems[:MAX_REPORTED])

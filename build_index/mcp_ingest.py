@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from handler.catalog import Executor, Tool
 from handler.errors import CatalogError
 from handler.json_limits import schema_problems
+from handler.tool_names import describe_collisions
 
 MAX_PAGES = 100  # a server that pages forever must not hang the build
 _NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]+")
@@ -111,9 +112,10 @@ def tools_from_mcp(urls: Sequence[str], app: str | None, catalog_out: Path | Non
 
 
 def merge(catalog: Sequence[Tool], ingested: Sequence[Tool]) -> list[Tool]:
-    """Catalog rows and ingested tools together; a name in both is an error, not a silent override."""
-    seen = {t.name.casefold() for t in catalog}
-    clashes = sorted(t.name for t in ingested if t.name.casefold() in seen)
-    if clashes:
-        raise CatalogError(f"tools both in a catalog and from --from-mcp: {', '.join(clashes)}")
-    return [*catalog, *ingested]
+    """Catalog rows and ingested tools together; a name in both, or two that callers cannot tell apart (one
+    server's ``get-forecast`` and ``get_forecast``), is an error, not a silent override."""
+    merged = [*catalog, *ingested]
+    problem = describe_collisions([t.name for t in merged])
+    if problem is not None:
+        raise CatalogError(f"tools from a catalog and --from-mcp collide: {problem}")
+    return merged

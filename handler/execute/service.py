@@ -19,7 +19,6 @@ import anyio.to_thread
 
 from handler.catalog import Tool
 from handler.errors import (
-    ForbiddenError,
     IndexUnavailableError,
     NotFoundError,
     PolicyUnavailableError,
@@ -136,12 +135,12 @@ class ExecutionService:
             index = self.holder.current()
         except IndexUnavailableError as exc:
             raise ServiceUnavailableError(str(exc)) from exc
-        position = index.table.by_name.get(tool_name.casefold())
-        if position is None or (gateway is not None and not index.table.mask(gateway.allowed)[position]):
-            raise NotFoundError(f"tool {tool_name!r} not found")
+        position = index.table.position(tool_name)
+        if position is None or not self.access.allowed_mask(index.table, user_id, gateway)[position]:
+            # Unknown, outside the gateway or denied to this user: one answer, in the caller's own spelling,
+            # so probing tells nobody which tools exist (issue 15 item 8).
+            raise NotFoundError(f"no tool named {tool_name!r} that you may use")
         tool = index.table.tools[position]
-        if not self.access.user_mask(index.table, user_id)[position]:
-            raise ForbiddenError(f"user {user_id!r} may not use tool {tool.name!r}")
         problems = input_problems(tool.input_schema, arguments)
         if problems:
             raise InputInvalidError(f"the input does not match the input_schema of {tool.name}", problems)

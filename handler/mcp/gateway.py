@@ -91,25 +91,9 @@ class GatewayHost:
         if meta == LIST_APPS:
             return await self._list_apps(arguments)
         # A direct call by the tool's own name (listed with `_`, or with `.`), in either mode: the same
-        # policy applies as through UseTool, so accepting it exposes nothing the meta-tools do not.
-        return await self._run(self.tool_name_of(name), arguments, None, direct=True)
-
-    def tool_name_of(self, name: str) -> str:
-        """The catalog name a client means: ``Slack.SendMessage`` as is, ``Slack_SendMessage`` via the listing."""
-        if self.index is None:
-            return name
-        by_name = self.index.table.by_name
-        if name.casefold() in by_name:
-            return name
-        # App names carry no `_` (catalog.APP_TOOL_NAME), so the first `_` of a listed name is the dot.
-        dotted = name.replace("_", ".", 1)
-        if dotted.casefold() in by_name:
-            return dotted
-        wanted = name.casefold()
-        for catalog_name in self.index.table.names:  # an app outside that convention: the rare, slow path
-            if listed_name(catalog_name).casefold() == wanted:
-                return catalog_name
-        return name
+        # policy applies as through UseTool, so accepting it exposes nothing the meta-tools do not. Execute
+        # resolves the spelling (handler/tool_names.py), as it does for REST.
+        return await self._run(name, arguments, None, direct=True)
 
     async def _select(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
         tasks = arguments.get("tasks")
@@ -163,7 +147,7 @@ class GatewayHost:
             return refusal(_invalid("inputs must be an object that follows the tool's input_schema"))
         if query_id is not None and not isinstance(query_id, str):
             return refusal(_invalid("query_id must be the string returned by SelectTools"))
-        return await self._run(self.tool_name_of(tool_name.strip()), inputs, query_id, direct=False)
+        return await self._run(tool_name.strip(), inputs, query_id, direct=False)
 
     async def _run(
         self, tool_name: str, inputs: Mapping[str, Any], query_id: str | None, *, direct: bool

@@ -1,8 +1,9 @@
 """The policy records every backend stores: gateways, access rules, apps, connections, API keys, the query log.
 
 Tool patterns are deliberately small: ``*`` (every tool), ``App.*`` (every tool of one app) or an exact
-``App.ToolName``. Matching ignores case. Anything else is refused when written, so a typo never silently
-allows or denies more than its author meant.
+``App.ToolName``. Matching ignores case, and an exact name matches the tool a call by that name would run
+(handler/tool_names.py: a deny of ``Slack_SendMessage`` denies ``Slack.SendMessage``). Anything else is refused
+when written, so a typo never silently allows or denies more than its author meant.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class AccessPolicy:
         return mask
 
     def may_use(self, table: ToolTable, user_id: str, gateway: Gateway | None, tool_name: str) -> bool:
-        index = table.by_name.get(tool_name.casefold())
+        index = table.position(tool_name)
         return index is not None and bool(self.allowed_mask(table, user_id, gateway)[index])
 
 

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from handler.catalog import Tool
 from handler.policy.model import ALL_TOOLS
+from handler.tool_names import ToolNames
 from handler.tool_records import ToolRecords
 
 BoolArray = npt.NDArray[np.bool_]
@@ -24,7 +25,7 @@ IndexArray = npt.NDArray[np.intp]
 class ToolTable:
     tools: Sequence[Tool]
     names: tuple[str, ...]
-    by_name: dict[str, int]
+    by_name: ToolNames  # the one resolver of a caller's spelling (handler/tool_names.py)
     by_app: dict[str, IndexArray]
     needs_authorization: BoolArray  # whether each tool requires the user to authorize its app
     app_names: tuple[str, ...]  # the distinct apps, sorted
@@ -40,7 +41,7 @@ class ToolTable:
         return cls(
             tools=tools,
             names=keys.names,
-            by_name={name.casefold(): i for i, name in enumerate(keys.names)},
+            by_name=ToolNames(keys.names),  # refuses a build whose names fold together (IntegrityError)
             by_app={app: np.asarray(ids, dtype=np.intp) for app, ids in grouped.items()},
             needs_authorization=keys.needs_authorization,
             app_names=tuple(str(name) for name in app_names),
@@ -50,8 +51,12 @@ class ToolTable:
     def __len__(self) -> int:
         return len(self.tools)
 
+    def position(self, name: str) -> int | None:
+        """The tool a caller's spelling of a name means, if any."""
+        return self.by_name.position(name)
+
     def mask(self, patterns: Iterable[str]) -> BoolArray:
-        """The tools any of the patterns (``*``, ``App.*`` or an exact name, case-insensitive) matches."""
+        """The tools any of the patterns (``*``, ``App.*`` or an exact name as ``position`` reads it) matches."""
         mask = np.zeros(len(self.tools), dtype=bool)
         for pattern in patterns:
             key = pattern.casefold()
@@ -61,6 +66,6 @@ class ToolTable:
                 ids = self.by_app.get(key[:-2])
                 if ids is not None:
                     mask[ids] = True
-            elif (index := self.by_name.get(key)) is not None:
+            elif (index := self.position(pattern)) is not None:
                 mask[index] = True
         return mask

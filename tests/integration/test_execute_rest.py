@@ -66,10 +66,11 @@ def test_unknown_tool_is_404(api: httpx.Client) -> None:
     assert response.json()["name"] == "not_found"
 
 
-def test_tool_outside_the_users_access_is_403(api: httpx.Client) -> None:
+def test_tool_outside_the_users_access_is_404_as_an_unknown_one(api: httpx.Client) -> None:
+    # Answered as an unknown tool, so a caller cannot probe which tools exist (issue 15 item 8).
     response = execute(api, "Admin.DeleteUser", {"user": "carol"})
-    assert response.status_code == 403
-    assert response.json() == {"name": "forbidden", "message": "user 'alice' may not use tool 'Admin.DeleteUser'"}
+    assert response.status_code == 404
+    assert response.json() == {"name": "not_found", "message": "no tool named 'Admin.DeleteUser' that you may use"}
 
 
 def test_authorization_required_names_the_app_and_where_to_authorize(api: httpx.Client, backends: Backends) -> None:

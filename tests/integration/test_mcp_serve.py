@@ -84,8 +84,9 @@ def test_failures_are_error_results(base_url: str, prepared: Prepared) -> None:
     errors = run(_with_client(base_url, prepared, GATEWAY_ON, USER, journey))
     assert errors["schema"]["name"] == "validation_error"
     assert {e["field"] for e in errors["schema"]["field_errors"]} == {"city", "days"}
-    assert errors["unknown"] == {"name": "not_found", "message": "tool 'Weather.Teleport' not found"}
-    assert errors["access"]["name"] == "forbidden"
+    assert errors["unknown"] == {"name": "not_found", "message": "no tool named 'Weather.Teleport' that you may use"}
+    # A tool the user may not use answers as an unknown one (issue 15 item 8).
+    assert errors["access"] == {"name": "not_found", "message": "no tool named 'Admin.DeleteUser' that you may use"}
     assert errors["timeout"]["name"] == "executor_timeout"
     assert errors["down"]["name"] == "executor_unavailable"
     assert errors["tool"] == {"name": "tool_error", "message": "cannot reach printer p2"}
