@@ -136,9 +136,24 @@ def read_manifest(text: str | bytes) -> Manifest:
         readable = " and ".join(map(str, READABLE_SCHEMAS))
         raise IntegrityError(f"unknown index schema version {version!r}; this toolrec reads {readable}")
     try:
-        return Manifest.model_validate(raw)
+        manifest = Manifest.model_validate(raw)
     except ValidationError as exc:
         raise IntegrityError(f"the index manifest is invalid: {exc.error_count()} problem(s)") from exc
+    expected = expected_files(manifest.schema_version)
+    # Checked here, before any reader uses a name: the S3 fetch writes each listed name under its cache directory
+    # before the checksums are verified, and a `../` or absolute name wrote outside it (issue 15). Only the
+    # format's own plain file names pass, so no name can carry a separator, `..` or a root.
+    if set(manifest.files) != expected:
+        raise IntegrityError(
+            f"index {manifest.build_id} lists files {sorted(manifest.files)}, expected {sorted(expected)}"
+        )
+    return manifest
+
+
+def expected_files(schema_version: int) -> frozenset[str]:
+    """The plain file names a build of this schema version holds besides the manifest."""
+    record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
+    return frozenset({f"{name}.npy" for name in ARRAYS} | record_files | {VOCABULARY})
 
 
 def load_build(directory: Path, model_fingerprint: str, semantic_weight: float | None = None) -> LoadedIndex:
@@ -151,12 +166,6 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
         raise IntegrityError(
             f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
             f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
-        )
-    record_files = {TOOLS, TOOL_KEYS} if manifest.schema_version == SCHEMA_VERSION else {TOOLS_V1}
-    expected = {f"{name}.npy" for name in ARRAYS} | record_files | {VOCABULARY}
-    if set(manifest.files) != expected:
-        raise IntegrityError(
-            f"index {manifest.build_id} lists files {sorted(manifest.files)}, expected {sorted(expected)}"
         )
     for name, digest in manifest.files.items():
         path = directory / name

@@ -86,7 +86,7 @@ class S3IndexStore:
         staging = Path(tempfile.mkdtemp(prefix=f".{build_id}-", dir=cache_dir))
         try:
             manifest_body = self._get(BUILDS, build_id, MANIFEST)
-            manifest = read_manifest(manifest_body)
+            manifest = read_manifest(manifest_body)  # admits only the format's plain names: writes stay in staging
             for name in manifest.files:
                 (staging / name).write_bytes(self._get(BUILDS, build_id, name))
             (staging / MANIFEST).write_bytes(manifest_body)  # last: its presence marks a complete copy

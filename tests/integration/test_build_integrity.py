@@ -134,6 +134,19 @@ def test_a_manifest_that_drops_a_file_is_refused(build_dir: Path, embedder: Onnx
         load_build(build_dir, embedder.fingerprint)
 
 
+@pytest.mark.parametrize("escape", ["../../../secret.npy", "/etc/hostname", "sub/vectors.npy"])
+def test_a_local_manifest_naming_a_path_outside_its_build_is_refused(
+    build_dir: Path, embedder: OnnxEmbedder, escape: str
+) -> None:
+    """The directory store reads names where the manifest says: a name that is not the format's own is refused
+    when the manifest is read, before any file is opened (issue 15 item 10)."""
+    manifest = json.loads((build_dir / MANIFEST).read_text())
+    manifest["files"][escape] = manifest["files"].pop("vectors.npy")
+    edit_manifest(build_dir, {"files": manifest["files"]})
+    with pytest.raises(IntegrityError, match="lists files"):
+        load_latest(LocalIndexStore(build_dir.parents[1]), build_dir.parents[1] / "cache", embedder.fingerprint)
+
+
 def test_an_index_built_with_another_model_is_refused(build_dir: Path, embedder: OnnxEmbedder) -> None:
     other = "0" * 64
     with pytest.raises(IntegrityError) as refused:

@@ -117,3 +117,34 @@ def test_a_broken_latest_is_refused_and_the_previous_build_keeps_serving(
     fixed = publish_tools([*demo_tools(), ROCKET, COFFEE], location, embedder, s3)
     assert fixed != broken
     assert served_build(function) == (fixed, [ROCKET.name])
+
+
+@pytest.mark.parametrize("escape", ["../../outside/evil", "{outside}/absolute-evil"])
+def test_a_manifest_naming_a_path_outside_the_cache_writes_nothing_and_the_previous_build_keeps_serving(
+    s3: Any, tmp_path: Path, embedder: OnnxEmbedder, escape: str
+) -> None:
+    """Issue 15 item 10: the download wrote every name the manifest listed before checking any; the fetch stages
+    under cache/.<build>-xxxx/, so ``../../outside/evil`` (and an absolute path) landed outside the cache."""
+    location, outside = f"s3://{BUCKET}/{PREFIX}", tmp_path / "outside"
+    outside.mkdir()
+    name = escape.format(outside=outside)
+    first = publish_tools(demo_tools(), location, embedder, s3)
+    settings = Settings(
+        index_location=location,
+        index_cache_dir=tmp_path / "cache",
+        index_refresh_seconds=0,
+        policy_backend="file",
+        policy_file=write_test_policy(tmp_path / "policy" / "policy.json"),
+    )
+    function = Mangum(build_app(settings, embedder=embedder, s3_client=s3), lifespan="off")
+    assert served_build(function)[0] == first
+
+    hostile = publish_tools([*demo_tools(), ROCKET], location, embedder, s3)
+    s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/{BUILDS}/{hostile}/{name}", Body=b"planted")
+    _edit_manifest(s3, hostile, lambda m: m.update(files={name: "0" * 64, **m["files"]}))  # listed first
+    for _ in range(2):
+        build_id, top = served_build(function)
+        assert build_id == first and top != [ROCKET.name]
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path / "cache" / hostile).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "outside", "policy"]
