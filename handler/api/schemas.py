@@ -17,9 +17,12 @@ MAX_BODY_BYTES = 64 * 1024
 SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX = 5, 20
 SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
 APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
+MAX_ID_CHARS = 256  # user, gateway, tool and query ids; the MCP user header too (routes/mcp.py)
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TASK_CHARS)]
-Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=256)]
+Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ID_CHARS)]
+# Strict: pydantic's lax mode reads JSON `true` as 1 and "5" as 5 (issue 15); a count is a JSON integer.
+Count = Annotated[int, Field(strict=True, ge=1)]
 
 
 class _Request(BaseModel):
@@ -33,8 +36,8 @@ class SelectRequest(_Request):
     context: str | None = Field(default=None, max_length=MAX_CONTEXT_CHARS, description="helps ranking")
     user_id: Identifier = Field(description="the end user the service acts for")
     gateway_id: Identifier | None = Field(default=None, description="consider only the tools this gateway allows")
-    top_k: int = Field(
-        default=SELECT_TOP_K_DEFAULT, ge=1, description=f"suggestions per task; above {SELECT_TOP_K_MAX} returns that"
+    top_k: Count = Field(
+        default=SELECT_TOP_K_DEFAULT, description=f"suggestions per task; above {SELECT_TOP_K_MAX} returns that"
     )
 
     @field_validator("top_k")
@@ -47,9 +50,7 @@ class SearchRequest(_Request):
     query: Text = Field(description="keywords matched against tool names and first description lines (BM25)")
     user_id: Identifier
     gateway_id: Identifier | None = None
-    top_k: int = Field(
-        default=SEARCH_TOP_K_DEFAULT, ge=1, description=f"results; above {SEARCH_TOP_K_MAX} returns that"
-    )
+    top_k: Count = Field(default=SEARCH_TOP_K_DEFAULT, description=f"results; above {SEARCH_TOP_K_MAX} returns that")
 
     @field_validator("top_k")
     @classmethod

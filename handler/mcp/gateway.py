@@ -160,7 +160,7 @@ class GatewayHost:
 
     async def _list_apps(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
         limit, offset = arguments.get("limit", 50), arguments.get("offset", 0)
-        if not isinstance(limit, int) or not isinstance(offset, int) or not 1 <= limit <= 200 or offset < 0:
+        if not _is_integer(limit) or not _is_integer(offset) or not 1 <= limit <= 200 or offset < 0:
             return refusal(_invalid("limit must be 1..200 and offset 0 or more"))
         page = await anyio.to_thread.run_sync(self.services.apps.list_apps, self.principal, self.user_id, limit, offset)
         apps = [
@@ -177,6 +177,11 @@ class GatewayHost:
             for a in page.apps
         ]
         return text_result({"apps": apps, "total": page.total, "limit": limit, "offset": offset})
+
+
+def _is_integer(value: Any) -> bool:
+    # bool is an int subclass: `"limit": true` is not a page size of 1 (issue 15; REST refuses it too).
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _invalid(message: str) -> InputInvalidError:

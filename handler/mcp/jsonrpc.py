@@ -75,9 +75,14 @@ def _decode(raw: bytes) -> types.JSONRPCMessage:
         # JSON-RPC batches were removed from MCP in 2025-06-18; one request per POST keeps the exchange stateless.
         raise _RpcError(types.INVALID_REQUEST, "Batch requests are not supported", status=400)
     try:
-        return types.jsonrpc_message_adapter.validate_python(data, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
     except ValidationError as exc:
         raise _RpcError(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message", status=400) from exc
+    if isinstance(message, types.JSONRPCNotification) and isinstance(data, dict) and "id" in data:
+        # The SDK's union reads a request with an unusable id (null, an object, true, 1.5) as a notification, which
+        # would be a silent 202; MCP says a request id is a string or an integer, never null (issue 15).
+        raise _RpcError(types.INVALID_REQUEST, "Invalid request: id must be a string or an integer", status=400)
+    return message
 
 
 def _session_version(header: str | None) -> str:

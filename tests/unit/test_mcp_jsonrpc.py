@@ -127,3 +127,11 @@ def test_results_are_shaped_for_the_sessions_version() -> None:
     # 2026-era fields (resultType, ttlMs) never reach a handshake-era client.
     body = send(request("tools/list"), version="2025-03-26").body
     assert body is not None and set(body["result"]) == {"tools"}
+
+
+@pytest.mark.parametrize("request_id", [None, {"x": 1}, [1], True, 1.5])
+def test_a_request_with_an_id_that_is_not_a_string_or_integer_is_invalid_not_a_notification(request_id: Any) -> None:
+    # JSON-RPC 2.0: a request id is a string or number; MCP: a string or integer, never null.
+    reply = send({"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+    assert reply.status == 400 and reply.body is not None
+    assert reply.body["id"] is None and reply.body["error"]["code"] == types.INVALID_REQUEST

@@ -17,13 +17,16 @@ from typing import Annotated, Any
 import anyio.to_thread
 from fastapi import APIRouter, Header, Path, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import TypeAdapter, ValidationError
 
 from handler.api.auth import PrincipalDep, ServicesDep
 from handler.api.routes.execute import ExecutionDep
+from handler.api.schemas import MAX_ID_CHARS, Identifier
 
 USER_HEADER = "X-Toolrec-User"
 PROTOCOL_HEADER = "MCP-Protocol-Version"
-GatewayId = Annotated[str, Path(min_length=1, max_length=256)]
+GatewayId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]
+_USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)  # the rule REST's user_id follows
 
 router = APIRouter(tags=["mcp"])
 
@@ -49,14 +52,27 @@ async def mcp_message(
     from handler.mcp.gateway import open_host
     from handler.mcp.jsonrpc import error_body, exchange
 
-    if user is None or not user.strip():
-        error = types.ErrorData(code=types.INVALID_REQUEST, message=f"the {USER_HEADER} header must name the user")
-        return JSONResponse(error_body(None, error), status_code=400)
-    host = await anyio.to_thread.run_sync(open_host, services, execution, principal, gateway_id, user.strip())
+    user_id = _user_id(user)
+    if user_id is None:
+        message = f"the {USER_HEADER} header must name the user in 1 to {MAX_ID_CHARS} characters of UTF-8"
+        return JSONResponse(error_body(None, types.ErrorData(code=types.INVALID_REQUEST, message=message)), 400)
+    host = await anyio.to_thread.run_sync(open_host, services, execution, principal, gateway_id, user_id)
     reply = await exchange(await request.body(), protocol_version, host)
     if reply.body is None:
         return Response(status_code=reply.status)
     return _JsonRpcResponse(reply.body, status_code=reply.status)
+
+
+def _user_id(header: str | None) -> str | None:
+    """The user the header names, held to REST's user_id rule; None when it names none that rule accepts."""
+    if header is None:
+        return None
+    try:
+        # Starlette decodes header bytes as latin-1, which gives the bytes back exactly; clients send UTF-8
+        # (issue 15: a non-ASCII name arrived as mojibake, so rules written for that user never matched).
+        return _USER_ID.validate_python(header.encode("latin-1").decode("utf-8"))
+    except (UnicodeError, ValidationError):
+        return None
 
 
 class _JsonRpcResponse(JSONResponse):
