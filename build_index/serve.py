@@ -134,6 +134,8 @@ def embedded_app(
 def serve(host: str, port: int, root: Path, api_key: str | None, index: str | None, policy: Path | None) -> None:
     import uvicorn
 
+    from build_index.serve_http import ErrorBodyH11Protocol
+
     app, default = embedded_app(root, api_key, index, policy)
     if default.new_key:
         print(f"API key (shown once; set TOOLREC_API_KEY to choose your own): {default.new_key}", flush=True)
@@ -141,4 +143,11 @@ def serve(host: str, port: int, root: Path, api_key: str | None, index: str | No
     # uvicorn closes an idle connection after 5 s, exactly when httpx (and others) stop reusing one: a request sent
     # in that window is reset (1 in 3,000 at 32 concurrent, `toolrec loadtest`). Outlast clients and proxies
     # (an AWS ALB keeps idle connections 60 s).
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_SECONDS)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        http=ErrorBodyH11Protocol,  # a request uvicorn cannot parse still gets the one error body
+    )

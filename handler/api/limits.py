@@ -29,8 +29,14 @@ class BodySizeLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+        if declared is not None and not declared.isdigit():
+            # An HTTP parser refuses this (toolrec serve: build_index/serve_http.py); an API Gateway event, whose
+            # body is framed by the event, can still carry it here. Refused the same way (issue 15).
+            problem = FieldError(field="Content-Length", message="must be a whole number of bytes")
+            await _refuse(scope, receive, send, "the Content-Length header must be a whole number of bytes", problem)
+            return
+        if declared is not None and int(declared) > self.max_bytes:
+            await self._refuse_size(scope, receive, send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -41,7 +47,7 @@ class BodySizeLimit:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > self.max_bytes:
-                await self._refuse(scope, receive, send)
+                await self._refuse_size(scope, receive, send)
                 return
             if not message.get("more_body", False):
                 break
@@ -57,7 +63,10 @@ class BodySizeLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse_size(self, scope: Scope, receive: Receive, send: Send) -> None:
         problem = FieldError(field="body", message=f"the request body is larger than {self.max_bytes} bytes")
-        response = error_response(400, "validation_error", "the request is too large", [problem])
-        await response(scope, receive, send)
+        await _refuse(scope, receive, send, "the request is too large", problem)
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, message: str, problem: FieldError) -> None:
+    await error_response(400, "validation_error", message, [problem])(scope, receive, send)

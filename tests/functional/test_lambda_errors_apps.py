@@ -63,6 +63,16 @@ def test_malformed_json_and_oversized_bodies(function: Function) -> None:
     assert "larger than" in error["field_errors"][0]["message"]
 
 
+@pytest.mark.parametrize("content_length", ["-1", "abc", ""])
+def test_a_content_length_that_is_not_a_whole_number_is_400(function: Function, content_length: str) -> None:
+    """API Gateway frames the body itself, so the event may carry a header no HTTP parser checked."""
+    response = function.call(
+        "POST", SELECT, {"tasks": ["send a message"], "user_id": "u"}, headers={"content-length": content_length}
+    )
+    error = assert_error(response, 400, "validation_error")
+    assert error["field_errors"] == [{"field": "Content-Length", "message": "must be a whole number of bytes"}]
+
+
 def test_unknown_routes_and_methods(function: Function) -> None:
     error = assert_error(function.call("GET", "/v1/nothing-here"), 404, "not_found")
     assert error["message"] == "no route GET /v1/nothing-here"
