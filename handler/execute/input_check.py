@@ -7,7 +7,7 @@ argument; a missing required property is named as the field itself, not as its p
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,8 +62,22 @@ def input_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> l
     except RecursionError:
         # Only a schema can cause this now (the input is at most MAX_INPUT_DEPTH deep): references in a circle.
         return [FieldProblem("input", "the tool's input_schema refers to itself without end; the call was not run")]
-    problems = [problem for error in errors for problem in _describe(error)]
-    return problems[:MAX_FIELD_ERRORS]
+    # dict.fromkeys: two keywords (say, allOf branches) may find the same problem; it is listed once.
+    problems = dict.fromkeys(problem for error in _once_per_required(errors) for problem in _describe(error))
+    return list(problems)[:MAX_FIELD_ERRORS]
+
+
+def _once_per_required(errors: list[ValidationError]) -> Iterator[ValidationError]:
+    """jsonschema reports a ``required`` keyword once per missing name, and _describe lists every missing name
+    from one report: keep the first (issue 15: N missing fields were listed N times each)."""
+    seen: set[tuple[str, ...]] = set()
+    for error in errors:
+        if error.validator == "required":
+            keyword = (*map(str, error.absolute_path), "/", *map(str, error.absolute_schema_path))
+            if keyword in seen:
+                continue
+            seen.add(keyword)
+        yield error
 
 
 @functools.cache

@@ -77,3 +77,12 @@ def test_invalid_catalog_schema_refuses_to_run() -> None:
 def test_problem_count_is_bounded() -> None:
     schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(50)}}
     assert len(input_problems(schema, {f"p{i}": "x" for i in range(50)})) == MAX_FIELD_ERRORS
+
+
+def test_each_missing_required_field_is_named_once() -> None:
+    """jsonschema reports one `required` error per missing name; each used to expand to the whole list (N² rows)."""
+    schema = {"type": "object", "properties": {}, "required": ["a", "b", "c"]}
+    problems = input_problems(schema, {"b": 1})
+    assert [(p.field, p.message) for p in problems] == [("a", "is required"), ("c", "is required")]
+    nested = {"type": "object", "properties": {"to": {"type": "object", "required": ["x", "y"]}}, "required": ["to"]}
+    assert [p.field for p in input_problems(nested, {"to": {}})] == ["to.x", "to.y"]
