@@ -96,18 +96,11 @@ class GatewayHost:
         return await self._run(name, arguments, None, direct=True)
 
     async def _select(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
-        tasks = arguments.get("tasks")
-        context = arguments.get("context")
-        if (
-            not isinstance(tasks, list)
-            or not tasks
-            or len(tasks) > meta_tools.MAX_TASKS
-            or not all(isinstance(t, str) and t.strip() for t in tasks)
-        ):
-            return refusal(_invalid(f"tasks must be a list of 1 to {meta_tools.MAX_TASKS} non-empty strings"))
-        if context is not None and not isinstance(context, str):
-            return refusal(_invalid("context must be a string"))
-        return text_result(await anyio.to_thread.run_sync(self._selection, [t.strip() for t in tasks], context))
+        try:
+            parsed = meta_tools.parse_arguments(meta_tools.SelectArguments, arguments, SELECT)
+        except InputInvalidError as exc:
+            return refusal(exc)
+        return text_result(await anyio.to_thread.run_sync(self._selection, parsed.tasks, parsed.context))
 
     def _selection(self, tasks: list[str], context: str | None) -> dict[str, Any]:
         finder = self.services.finder
@@ -140,14 +133,11 @@ class GatewayHost:
         return {"query_id": selection.query_id, "results": results}
 
     async def _use(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
-        tool_name, inputs, query_id = arguments.get("tool_name"), arguments.get("inputs", {}), arguments.get("query_id")
-        if not isinstance(tool_name, str) or not tool_name.strip():
-            return refusal(_invalid("tool_name must be a tool name returned by SelectTools"))
-        if not isinstance(inputs, dict):
-            return refusal(_invalid("inputs must be an object that follows the tool's input_schema"))
-        if query_id is not None and not isinstance(query_id, str):
-            return refusal(_invalid("query_id must be the string returned by SelectTools"))
-        return await self._run(tool_name.strip(), inputs, query_id, direct=False)
+        try:
+            parsed = meta_tools.parse_arguments(meta_tools.UseArguments, arguments, USE)
+        except InputInvalidError as exc:
+            return refusal(exc)
+        return await self._run(parsed.tool_name, parsed.inputs, parsed.query_id, direct=False)
 
     async def _run(
         self, tool_name: str, inputs: Mapping[str, Any], query_id: str | None, *, direct: bool
@@ -162,7 +152,9 @@ class GatewayHost:
         limit, offset = arguments.get("limit", 50), arguments.get("offset", 0)
         if not _is_integer(limit) or not _is_integer(offset) or not 1 <= limit <= 200 or offset < 0:
             return refusal(_invalid("limit must be 1..200 and offset 0 or more"))
-        page = await anyio.to_thread.run_sync(self.services.apps.list_apps, self.principal, self.user_id, limit, offset)
+        page = await anyio.to_thread.run_sync(
+            self.services.apps.list_apps, self.principal, self.user_id, limit, offset, self.gateway.gateway_id
+        )
         apps = [
             {
                 "app_id": a.app_id,

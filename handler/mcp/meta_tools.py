@@ -6,13 +6,53 @@ The descriptions are the only instructions many clients pass to the model, so th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar, get_args
 
 import mcp_types as types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from handler.api.errors import field_errors
+from handler.api.schemas import MAX_CONTEXT_CHARS, MAX_TASK_CHARS, MAX_TASKS, Identifier, Text
+from handler.execute.input_check import FieldProblem
+from handler.execute.service import InputInvalidError
 
 SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
-MAX_TASKS = 16
 TOOLS_PER_TASK = 5
+# The limits are defined once, for REST and MCP, in handler/api/schemas.py (issue 15 item 7).
+ID_MAX_CHARS: int = get_args(Identifier)[1].max_length  # REST's limit on tool names and query ids
+
+
+class _Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SelectArguments(_Arguments):
+    """SelectTools' arguments, under REST select's limits (the same types and numbers: issue 15 item 7)."""
+
+    tasks: list[Text] = Field(min_length=1, max_length=MAX_TASKS)
+    context: str | None = Field(default=None, max_length=MAX_CONTEXT_CHARS)
+
+
+class UseArguments(_Arguments):
+    """UseTool's arguments, under REST execute's limits."""
+
+    tool_name: Identifier
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    query_id: Identifier | None = None
+
+
+Arguments = TypeVar("Arguments", bound=_Arguments)
+
+
+def parse_arguments(model: type[Arguments], arguments: Mapping[str, Any], meta_tool: str) -> Arguments:
+    """The arguments as ``model`` reads them; InputInvalidError naming each field otherwise, which the gateway
+    answers as an ``isError`` result (MCP SEP-1303: the model sees why and can correct its call)."""
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        problems = [FieldProblem(e.field, e.message) for e in field_errors(exc.errors())]
+        raise InputInvalidError(f"the arguments of {meta_tool} do not match its input_schema", problems) from None
 
 
 def mcp_name(namespace: str, meta_tool: str) -> str:
@@ -58,14 +98,14 @@ def meta_tools(namespace: str) -> list[types.Tool]:
                 {
                     "tasks": {
                         "type": "array",
-                        "items": {"type": "string", "minLength": 1, "maxLength": 1000},
+                        "items": {"type": "string", "minLength": 1, "maxLength": MAX_TASK_CHARS},
                         "minItems": 1,
                         "maxItems": MAX_TASKS,
                         "description": "one short description per separate action",
                     },
                     "context": {
                         "type": "string",
-                        "maxLength": 4000,
+                        "maxLength": MAX_CONTEXT_CHARS,
                         "description": "optional: what the user is working on, to help pick between similar tools",
                     },
                 },
@@ -84,9 +124,18 @@ def meta_tools(namespace: str) -> list[types.Tool]:
             ),
             input_schema=_schema(
                 {
-                    "tool_name": {"type": "string", "minLength": 1, "description": "e.g. Slack.SendMessage"},
+                    "tool_name": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": ID_MAX_CHARS,
+                        "description": "e.g. Slack.SendMessage",
+                    },
                     "inputs": {"type": "object", "description": "the tool's arguments, per its input_schema"},
-                    "query_id": {"type": "string", "description": f"the query_id returned by {select}"},
+                    "query_id": {
+                        "type": "string",
+                        "maxLength": ID_MAX_CHARS,
+                        "description": f"the query_id returned by {select}",
+                    },
                 },
                 required=["tool_name", "inputs"],
             ),

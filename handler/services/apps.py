@@ -40,12 +40,16 @@ class AppDirectory:
         self.holder = holder
         self.access = access
 
-    def list_apps(self, principal: Principal, user_id: str, limit: int, offset: int) -> AppPage:
+    def list_apps(
+        self, principal: Principal, user_id: str, limit: int, offset: int, gateway_id: str | None = None
+    ) -> AppPage:
+        """The apps of the tools the user may use, restricted to the gateway's tools when one is named (MCP
+        ListApps) or the API key is limited to one (PRODUCT.md §3)."""
         try:
             index = self.holder.current()
         except IndexUnavailableError as exc:
             raise ServiceUnavailableError(str(exc)) from exc
-        gateway = self.access.gateway_for(principal, None)
+        gateway = self.access.gateway_for(principal, gateway_id)
         mask = self.access.allowed_mask(index.table, user_id, gateway)
         table = index.table
         # Vectorized over the catalog (a Python loop over 10k allowed tools took ~10 ms a request).
