@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
+from handler.authorization import authorization_app
 from handler.catalog import Tool
 from handler.errors import IntegrityError
 
@@ -44,9 +45,8 @@ class ToolKeys:
         return cls(
             names=tuple(t.name for t in tools),
             apps=tuple(app_of(t) for t in tools),
-            needs_authorization=np.asarray(
-                [t.requirements is not None and bool(t.requirements.authorization) for t in tools], dtype=bool
-            ),
+            # The rule execute applies (a named app or any scope), so /v1/apps can look only at flagged tools.
+            needs_authorization=np.asarray([authorization_app(t) is not None for t in tools], dtype=bool),
         )
 
     def to_json(self) -> str:

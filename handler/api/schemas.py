@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from handler.services.apps import MAX_PENDING_LISTED
+
 MAX_TASKS = 16
 MAX_TASK_CHARS = 1_000
 MAX_CONTEXT_CHARS = 4_000
@@ -78,15 +80,29 @@ class SearchResponse(BaseModel):
     results: list[ToolSuggestion]
 
 
+class PendingTool(BaseModel):
+    tool_name: str
+    app_id: str = Field(description="the app the user must authorize for this tool")
+    missing_scopes: list[str] = Field(description="required scopes the connection lacks (all of them without one)")
+
+
 class AppSummary(BaseModel):
     app_id: str
     name: str
     description: str = ""
     tool_count: int = Field(description="tools of this app the user may use")
-    connected: bool = Field(description="the user can call the app's tools without authorizing first")
-    account: str | None = Field(default=None, description="the connected account, when connected")
-    permissions: list[str] = Field(default=[], description="scopes the connection grants")
+    connected: bool = Field(
+        description="the user can call every one of the app's tools they may use without authorizing first"
+    )
+    account: str | None = Field(default=None, description="the account of the user's live connection, if any")
+    permissions: list[str] = Field(default=[], description="scopes that connection grants")
     authorize_url: str | None = Field(default=None, description="where the user connects the app")
+    needs_authorization: list[PendingTool] = Field(
+        default=[],
+        description="tools of this app the user may use that cannot run until the user authorizes "
+        f"(the first {MAX_PENDING_LISTED} by name); empty when connected",
+    )
+    needs_authorization_count: int = Field(default=0, description="how many tools need authorization in all")
 
 
 class AppsResponse(BaseModel):

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from handler.authorization import authorization_app, missing_authorization
 from handler.catalog import Tool
 from handler.errors import (
     IndexUnavailableError,
@@ -152,23 +153,18 @@ class ExecutionService:
         return _Checked(tool, arguments)
 
     def _authorize(self, tool: Tool, user_id: str) -> None:
-        requirements = tool.requirements
-        if requirements is None or (requirements.authorization is None and not requirements.scopes):
+        if authorization_app(tool) is None:
+            return  # no connection to read
+        need = missing_authorization(tool, self.access.store.connections(user_id))  # the rule /v1/apps uses too
+        if need is None:
             return
-        app_id = requirements.authorization or tool.app
-        connection = next(
-            (c for c in self.access.store.connections(user_id) if c.app_id.casefold() == app_id.casefold()), None
-        )
-        granted = set(connection.scopes) if connection is not None and connection.connected else None
-        missing = tuple(s for s in requirements.scopes if granted is None or s not in granted)
-        if granted is not None and not missing:
-            return
+        app_id, missing = need.app_id, need.missing_scopes
         app = next((a for a in self.access.store.apps() if a.app_id.casefold() == app_id.casefold()), None)
         url = app.authorize_url if app is not None else None
-        need = f"a connection to {app_id}" if granted is None else f"the scopes {', '.join(missing)} on {app_id}"
+        what = f"the scopes {', '.join(missing)} on {app_id}" if need.connected else f"a connection to {app_id}"
         where = f"; authorize at {url}" if url else "; ask the operator to connect the app"
         raise AuthorizationRequiredError(
-            f"authorization required: {tool.name} needs {need}{where}", app_id, url, missing
+            f"authorization required: {tool.name} needs {what}{where}", app_id, url, missing
         )
 
     def _record(self, query_id: str | None, tool_name: str, user_id: str, outcome: str) -> None:

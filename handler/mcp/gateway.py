@@ -165,6 +165,11 @@ class GatewayHost:
                 "permissions": list(a.permissions),
                 "authorize_url": a.authorize_url,
                 "tool_count": a.tool_count,
+                "needs_authorization": [
+                    {"tool_name": p.tool_name, "app_id": p.app_id, "missing_scopes": list(p.missing_scopes)}
+                    for p in a.needs_authorization
+                ],
+                "needs_authorization_count": a.needs_authorization_count,
             }
             for a in page.apps
         ]

@@ -1,7 +1,8 @@
 """The apps a user can act on, and whether each is connected (PRODUCT.md §2, GET /v1/apps).
 
-An app is listed when the user may use at least one of its tools. It is ``connected`` when none of those
-tools needs an app authorization, or when the user holds a live connection to it.
+An app is listed when the user may use at least one of its tools. It is ``connected`` when the user can run
+every one of those tools without authorizing first, by the rule execute applies (handler/authorization.py); the
+tools that cannot run yet are listed with the scopes each lacks, so a caller knows what to authorize.
 """
 
 from __future__ import annotations
@@ -11,10 +12,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handler.authorization import missing_authorization
 from handler.errors import IndexUnavailableError, ServiceUnavailableError
 from handler.index_holder import IndexHolder
-from handler.policy.model import Principal
+from handler.policy.model import Connection, Principal
 from handler.services.access import AccessPolicy
+from handler.services.tool_table import BoolArray, ToolTable
+
+# Bounds the answer: an unconnected app of a large catalog would list every one of its tools.
+MAX_PENDING_LISTED = 50
+
+
+@dataclass(frozen=True)
+class PendingTool:
+    """A tool the user may use that cannot run until they authorize ``app_id`` (with ``missing_scopes``)."""
+
+    tool_name: str
+    app_id: str
+    missing_scopes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,8 @@ class AppEntry:
     account: str | None
     permissions: tuple[str, ...]
     authorize_url: str | None
+    needs_authorization: tuple[PendingTool, ...]  # the first MAX_PENDING_LISTED, by tool name
+    needs_authorization_count: int
 
 
 @dataclass(frozen=True)
@@ -54,35 +71,54 @@ class AppDirectory:
         table = index.table
         # Vectorized over the catalog (a Python loop over 10k allowed tools took ~10 ms a request).
         tool_counts = np.bincount(table.app_codes[mask], minlength=len(table.app_names))
-        gated = np.bincount(table.app_codes[mask & table.needs_authorization], minlength=len(table.app_names))
         present = np.flatnonzero(tool_counts).tolist()
-        ordered = [table.app_names[i] for i in present]  # app_names is sorted
-        counts = dict(zip(ordered, tool_counts[present].tolist(), strict=True))
-        needs_auth = {table.app_names[i] for i in np.flatnonzero(gated).tolist()}
-        page = ordered[offset : offset + limit]
-        return AppPage(self._entries(page, counts, needs_auth, user_id), len(ordered))
+        page = present[offset : offset + limit]  # app codes; app_names is sorted
+        counts = dict(zip(page, tool_counts[page].tolist(), strict=True))
+        return AppPage(self._entries(table, mask, counts, user_id), len(present))
 
-    def _entries(
-        self, app_ids: Sequence[str], counts: dict[str, int], needs_auth: set[str], user_id: str
-    ) -> tuple[AppEntry, ...]:
+    def _entries(self, table: ToolTable, mask: BoolArray, counts: dict[int, int], user_id: str) -> tuple[AppEntry, ...]:
+        if not counts:
+            return ()
         store = self.access.store
-        infos = {a.app_id: a for a in store.apps()} if app_ids else {}
-        connections = {c.app_id: c for c in store.connections(user_id)} if app_ids else {}
+        infos = {a.app_id: a for a in store.apps()}
+        connections = store.connections(user_id)
+        live = {c.app_id.casefold(): c for c in connections if c.connected}
+        pending = _pending(table, mask, list(counts), connections)
         entries = []
-        for app_id in app_ids:
+        for code, tool_count in counts.items():
+            app_id = table.app_names[code]
             info = infos.get(app_id)
-            connection = connections.get(app_id)
-            live = connection is not None and connection.connected
+            connection = live.get(app_id.casefold())
+            waiting = pending.get(code, [])
             entries.append(
                 AppEntry(
                     app_id=app_id,
                     name=info.name if info and info.name else app_id,
                     description=info.description if info else "",
-                    tool_count=counts[app_id],
-                    connected=live or app_id not in needs_auth,
-                    account=connection.account if live and connection else None,
-                    permissions=connection.scopes if live and connection else (),
+                    tool_count=tool_count,
+                    connected=not waiting,
+                    account=connection.account if connection else None,
+                    permissions=connection.scopes if connection else (),
                     authorize_url=info.authorize_url if info else None,
+                    needs_authorization=tuple(waiting[:MAX_PENDING_LISTED]),
+                    needs_authorization_count=len(waiting),
                 )
             )
         return tuple(entries)
+
+
+def _pending(
+    table: ToolTable, mask: BoolArray, codes: Sequence[int], connections: Sequence[Connection]
+) -> dict[int, list[PendingTool]]:
+    """Per app code, the usable tools that cannot run yet, by name. Only flagged tools are read (parsed)."""
+    candidates = mask & table.needs_authorization & np.isin(table.app_codes, codes)
+    pending: dict[int, list[PendingTool]] = {}
+    for position in np.flatnonzero(candidates).tolist():
+        tool = table.tools[position]
+        need = missing_authorization(tool, connections)
+        if need is not None:
+            entry = PendingTool(tool.name, need.app_id, need.missing_scopes)
+            pending.setdefault(int(table.app_codes[position]), []).append(entry)
+    for waiting in pending.values():
+        waiting.sort(key=lambda p: p.tool_name)
+    return pending

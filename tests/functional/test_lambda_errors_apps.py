@@ -84,8 +84,13 @@ def test_apps_lists_connections_sorted_and_paged(function: Function) -> None:
     assert status == 200
     apps = {a["app_id"]: a for a in body["apps"]}
     assert [a["app_id"] for a in body["apps"]] == sorted(apps) and body["total"] == 13 == len(apps)
-    slack = apps["Slack"]
-    assert slack["connected"] and slack["account"] == "demo@toolrec.example" and "chat:write" in slack["permissions"]
+    calendar = apps["GoogleCalendar"]  # the connection grants every scope its tools need
+    assert calendar["connected"] and calendar["account"] == "demo@toolrec.example"
+    assert "calendar.events" in calendar["permissions"] and calendar["needs_authorization"] == []
+    slack = apps["Slack"]  # connected, but some tools need scopes it lacks (tests/functional/test_apps_connected.py)
+    assert (
+        not slack["connected"] and slack["account"] == "demo@toolrec.example" and "chat:write" in slack["permissions"]
+    )
     assert apps["Weather"]["connected"] and apps["Weather"]["account"] is None  # needs no authorization
     stripe = apps["Stripe"]
     assert not stripe["connected"] and stripe["permissions"] == []

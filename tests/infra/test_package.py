@@ -133,7 +133,9 @@ def test_clean_interpreter_answers_every_event(lambda_package: Path, local_aws: 
     assert _body(responses["search.json"])["results"][0]["tool_name"].startswith("Jira.")
     apps = _body(responses["apps.json"])
     assert responses["apps.json"]["statusCode"] == 200
-    assert any(app["app_id"] == "Slack" and app["connected"] for app in apps["apps"])
+    slack = next(app for app in apps["apps"] if app["app_id"] == "Slack")  # ana holds chat:write only
+    assert slack["account"] == "ana@acme.test" and not slack["connected"]
+    assert "Slack.SendMessage" not in {p["tool_name"] for p in slack["needs_authorization"]}
     execute = responses["execute.json"]  # bob has no Slack connection: nothing runs, authorization is required
     assert execute["statusCode"] == 403, execute
     assert _body(execute)["name"] == "authorization_required"

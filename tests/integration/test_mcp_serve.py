@@ -18,6 +18,7 @@ from tests.support.gateway_app import (
     GATEWAY_ON,
     SLACK_AUTHORIZE_URL,
     UNCONNECTED_USER,
+    UNDERSCOPED_USER,
     USER,
     Backends,
     Prepared,
@@ -120,7 +121,31 @@ def test_list_apps(base_url: str, prepared: Prepared) -> None:
 
     apps = {a["app_id"]: a for a in run(_with_client(base_url, prepared, GATEWAY_ON, USER, journey))["apps"]}
     assert apps["Slack"]["connected"] is True and apps["Slack"]["account"] == "alice@example.test"
+    assert apps["Slack"]["needs_authorization"] == []
     assert "Admin" not in apps
+
+
+def test_list_apps_names_the_tools_a_connection_cannot_run_yet(base_url: str, prepared: Prepared) -> None:
+    """Carol's Slack connection lacks chat:write: execute refuses Slack.SendMessage, so ListApps (the same rule)
+    says Slack is not connected and which scope the tool still needs (issue 15 item 9)."""
+
+    async def journey(client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        listed = structured(await client.call_tool("Toolrec_ListApps", {"limit": 50}))
+        refused = error_of(await use(client, "Slack.SendMessage", {"channel_name": "ops", "text": "hi"}))
+        return listed, refused
+
+    listed, refused = run(_with_client(base_url, prepared, GATEWAY_ON, UNDERSCOPED_USER, journey))
+    slack = next(a for a in listed["apps"] if a["app_id"] == "Slack")
+    assert refused["name"] == "authorization_required" and refused["missing_scopes"] == ["chat:write"]
+    assert (slack["connected"], slack["account"], slack["permissions"]) == (
+        False,
+        "carol@example.test",
+        ["channels:read"],
+    )
+    assert slack["needs_authorization"] == [
+        {"tool_name": "Slack.SendMessage", "app_id": "Slack", "missing_scopes": ["chat:write"]}
+    ]
+    assert slack["needs_authorization_count"] == 1
 
 
 def test_missing_user_header_is_refused(base_url: str, prepared: Prepared) -> None:

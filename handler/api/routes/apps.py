@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from handler.api.auth import PrincipalDep, ServicesDep
-from handler.api.schemas import APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX, AppsResponse, AppSummary
+from handler.api.schemas import APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX, AppsResponse, AppSummary, PendingTool
 
 router = APIRouter(prefix="/v1", tags=["apps"])
 
@@ -31,6 +31,11 @@ def list_apps(
             account=a.account,
             permissions=list(a.permissions),
             authorize_url=a.authorize_url,
+            needs_authorization=[
+                PendingTool(tool_name=p.tool_name, app_id=p.app_id, missing_scopes=list(p.missing_scopes))
+                for p in a.needs_authorization
+            ],
+            needs_authorization_count=a.needs_authorization_count,
         )
         for a in page.apps
     ]

@@ -1,0 +1,47 @@
+"""The one rule for "the user can run this tool without authorizing first" (PRODUCT.md §2).
+
+Execute refuses a call with ``authorization_required`` by it, and ``/v1/apps`` (and MCP ListApps) says an app is
+``connected`` by it, so the two cannot disagree again (issue 15: apps said Slack was connected while six Slack
+tools answered 403 for a scope the connection lacked). A tool needs authorization when its requirements name an
+app or scopes; it can run when the user holds a live connection to that app granting every required scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from handler.catalog import Tool
+from handler.policy.model import Connection
+
+
+@dataclass(frozen=True)
+class AuthorizationNeed:
+    """What a user must still authorize before a tool runs."""
+
+    app_id: str  # the app whose connection the tool needs
+    missing_scopes: tuple[str, ...]  # the required scopes the connection lacks (all of them without one)
+    connected: bool  # whether the user holds a live connection to that app at all
+
+
+def authorization_app(tool: Tool) -> str | None:
+    """The app a tool needs a connection to before it may run; None when it runs without one."""
+    requirements = tool.requirements
+    if requirements is None or (requirements.authorization is None and not requirements.scopes):
+        return None
+    return requirements.authorization or tool.app
+
+
+def missing_authorization(tool: Tool, connections: Sequence[Connection]) -> AuthorizationNeed | None:
+    """None when the user (whose connections these are) can run the tool now; else what is missing."""
+    app_id = authorization_app(tool)
+    if app_id is None or tool.requirements is None:
+        return None
+    folded = app_id.casefold()  # app ids match as tool patterns do, ignoring case
+    connection = next((c for c in connections if c.app_id.casefold() == folded), None)
+    live = connection is not None and connection.connected
+    granted = set(connection.scopes) if connection is not None and live else set()
+    missing = tuple(s for s in tool.requirements.scopes if s not in granted)
+    if live and not missing:
+        return None
+    return AuthorizationNeed(app_id, missing, live)
