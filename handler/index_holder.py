@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from handler.errors import IndexUnavailableError, IntegrityError
+from handler.errors import IndexUnavailableError, IntegrityError, ToolrecError
 from handler.index_format import LoadedIndex
 from handler.index_store import IndexStore, load_latest
 from handler.services.tool_table import ToolTable
@@ -67,7 +67,8 @@ class IndexHolder:
         self._clock = clock
         self._lock = threading.Lock()
         self._current: ServingIndex | None = None
-        self._error: str | None = "not loaded yet"
+        self._error: str | None = "not loaded yet"  # the detail, for the log
+        self._reason: str | None = "no tool index is loaded yet"  # the same in generic words, for callers
         self._next_check = 0.0
 
     def load(self) -> None:
@@ -85,7 +86,8 @@ class IndexHolder:
                 self._lock.release()
         snapshot = self._current
         if snapshot is None:
-            raise IndexUnavailableError(f"no index is loaded from {self.store.describe()}: {self._error}")
+            # Callers (and /healthz, which needs no key) learn what is wrong, not where: the log has the detail.
+            raise IndexUnavailableError(self._reason or "no tool index is loaded yet")
         return snapshot
 
     def poll(self) -> None:
@@ -96,7 +98,7 @@ class IndexHolder:
     def health(self) -> Health:
         snapshot = self._current
         if snapshot is None:
-            return Health(False, None, 0, self._error)
+            return Health(False, None, 0, self._reason)
         return Health(True, snapshot.build_id, len(snapshot.loaded.tools), None)
 
     def _prune_cache(self, keep: str) -> None:
@@ -116,11 +118,12 @@ class IndexHolder:
                 self._current = ServingIndex.of(loaded)  # one reference assignment: the atomic swap
                 log.info("index loaded", extra={"build_id": loaded.manifest.build_id})
                 self._prune_cache(keep=loaded.manifest.build_id)
-            self._error = None
+            self._error = self._reason = None
             self._next_check = now + self.refresh_seconds
         except (IndexUnavailableError, IntegrityError, OSError, ValueError) as exc:
             self._error = str(exc)
+            self._reason = exc.public if isinstance(exc, ToolrecError) else "the published tool index cannot be read"
             # Keep serving the previous build if there is one; retry sooner while there is none.
             retry = self.refresh_seconds if self._current is not None else UNAVAILABLE_RETRY_SECONDS
             self._next_check = now + min(retry, self.refresh_seconds) if self.refresh_seconds else now
-            log.warning("index refresh failed: %s", exc)
+            log.warning("index refresh failed (%s): %s", self.store.describe(), exc)

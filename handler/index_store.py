@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from handler.errors import IndexUnavailableError, IntegrityError
+from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
 from handler.index_format import BUILDS, LATEST, MANIFEST, LoadedIndex, load_build, read_manifest
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class LocalIndexStore:
         try:
             return _valid_build_id((self.root / LATEST).read_text())
         except FileNotFoundError as exc:
-            raise IndexUnavailableError(f"no index at {self.root} (no {LATEST}): run `toolrec build`") from exc
+            raise IndexNotPublishedError(f"no index at {self.root} (no {LATEST}): run `toolrec build`") from exc
 
     def fetch(self, build_id: str, cache_dir: Path) -> Path:
         return self.root / BUILDS / build_id
@@ -70,7 +70,7 @@ class S3IndexStore:
         try:
             body = self.client.get_object(Bucket=self.bucket, Key=self._key(LATEST))["Body"].read()
         except self.client.exceptions.NoSuchKey as exc:
-            raise IndexUnavailableError(f"no index at {self.describe()} (no {LATEST}): run `toolrec build`") from exc
+            raise IndexNotPublishedError(f"no index at {self.describe()} (no {LATEST}): run `toolrec build`") from exc
         except (BotoCoreError, ClientError) as exc:
             raise IndexUnavailableError(f"cannot read {self.describe()}/{LATEST}: {exc}") from exc
         return _valid_build_id(body.decode())

@@ -24,6 +24,7 @@ from handler.errors import (
     PolicyUnavailableError,
     RequestError,
     ToolrecError,
+    caller_message,
 )
 
 log = logging.getLogger(__name__)
@@ -86,11 +87,13 @@ async def _toolrec(request: Request, exc: Exception) -> JSONResponse:
         problems = getattr(exc, "field_errors", None)
         fields = [FieldError(field=p.field, message=p.message) for p in problems] if problems else None
         return error_response(exc.status, exc.name, str(exc), fields)
+    # The detail (paths, buckets, a parser's position) goes to the log only: callers get caller_message.
     if isinstance(exc, _UNAVAILABLE):
         log.warning("service unavailable: %s", exc)
-        return error_response(503, "service_unavailable", str(exc))
+        return error_response(503, "service_unavailable", caller_message(exc))
     log.error("unmapped toolrec error", exc_info=exc)
-    return error_response(500, "internal_error", str(exc))
+    message = caller_message(exc) if isinstance(exc, ToolrecError) else "an unexpected error occurred"
+    return error_response(500, "internal_error", message)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

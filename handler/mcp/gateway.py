@@ -17,7 +17,13 @@ import mcp_types as types
 import numpy as np
 
 from handler.catalog import Tool
-from handler.errors import IndexUnavailableError, RequestError, ServiceUnavailableError, ToolrecError
+from handler.errors import (
+    IndexUnavailableError,
+    RequestError,
+    ServiceUnavailableError,
+    ToolrecError,
+    caller_message,
+)
 from handler.execute.service import AuthorizationRequiredError, Execution, ExecutionService, InputInvalidError
 from handler.index_holder import ServingIndex
 from handler.mcp import meta_tools
@@ -190,7 +196,7 @@ def refusal(exc: ToolrecError) -> types.CallToolResult:
     name = exc.name if isinstance(exc, RequestError) else "service_unavailable"
     if isinstance(exc, RequestError) and exc.status == 404:
         name = "not_found"
-    error: dict[str, Any] = {"name": name, "message": str(exc)}
+    error: dict[str, Any] = {"name": name, "message": caller_message(exc)}
     if isinstance(exc, InputInvalidError) and exc.field_errors:
         error["field_errors"] = [{"field": p.field, "message": p.message} for p in exc.field_errors]
     if isinstance(exc, AuthorizationRequiredError):

@@ -22,7 +22,7 @@ from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 
-from handler.errors import ToolrecError
+from handler.errors import ToolrecError, caller_message
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +167,8 @@ async def _list_tools(request: Any, version: str, host: ToolHost) -> dict[str, A
     try:
         tools = await host.list_tools()
     except ToolrecError as exc:
-        raise _RpcError(types.INTERNAL_ERROR, str(exc)) from exc
+        logger.warning("tools/list failed: %s", exc)
+        raise _RpcError(types.INTERNAL_ERROR, caller_message(exc)) from exc
     # No cursor: the list is either the three meta-tools or a gateway's own (small, by the `auto` rule) list.
     return _dump(types.ListToolsResult(tools=tools))
 
@@ -178,7 +179,8 @@ async def _call_tool(request: Any, version: str, host: ToolHost) -> dict[str, An
         result = await host.call_tool(params.name, dict(params.arguments or {}))
     except ToolrecError as exc:
         # A failing tool is a result the model can read and act on, never a protocol error (PRODUCT.md §3).
-        result = error_result(str(exc))
+        logger.warning("tools/call %s failed: %s", params.name, exc)
+        result = error_result(caller_message(exc))
     except Exception:
         logger.exception("tools/call %s failed", params.name)
         result = error_result("an internal error stopped this call; the operator will find it in toolrec's logs")
