@@ -144,8 +144,9 @@ def meta_tools(namespace: str) -> list[types.Tool]:
         types.Tool(
             name=apps,
             description=(
-                "List the apps (services such as Slack or GitHub) the user can act on here, and whether each "
-                f"is connected. Use it to tell the user which apps need authorizing; it is not needed before {select}."
+                "List the apps (services such as Slack or GitHub) the user can act on here, whether each is "
+                "connected (every tool runs without authorizing first), and which tools still need authorizing "
+                f"with the scopes they lack. Use it to tell the user what to authorize; not needed before {select}."
             ),
             input_schema=_schema(
                 {
