@@ -34,14 +34,30 @@ def authorization_app(tool: Tool) -> str | None:
 
 def missing_authorization(tool: Tool, connections: Sequence[Connection]) -> AuthorizationNeed | None:
     """None when the user (whose connections these are) can run the tool now; else what is missing."""
-    app_id = authorization_app(tool)
-    if app_id is None or tool.requirements is None:
-        return None
-    folded = app_id.casefold()  # app ids match as tool patterns do, ignoring case
-    connection = next((c for c in connections if c.app_id.casefold() == folded), None)
-    live = connection is not None and connection.connected
-    granted = set(connection.scopes) if connection is not None and live else set()
-    missing = tuple(s for s in tool.requirements.scopes if s not in granted)
-    if live and not missing:
-        return None
-    return AuthorizationNeed(app_id, missing, live)
+    return Grants(connections).missing(tool)
+
+
+class Grants:
+    """One user's live connections, indexed once, for asking about many tools (``/v1/apps`` asks about every
+    usable tool of a page of apps: a linear scan of the connections per tool took 140 ms for 10k tools)."""
+
+    def __init__(self, connections: Sequence[Connection]) -> None:
+        # App ids match as tool patterns do, ignoring case.
+        self._live = {c.app_id.casefold(): frozenset(c.scopes) for c in connections if c.connected}
+        self._answers: dict[tuple[str, tuple[str, ...]], AuthorizationNeed | None] = {}
+
+    def missing(self, tool: Tool) -> AuthorizationNeed | None:
+        app_id = authorization_app(tool)
+        if app_id is None or tool.requirements is None:
+            return None
+        key = (app_id, tool.requirements.scopes)
+        if key not in self._answers:  # many tools share one requirement: answer it once
+            self._answers[key] = self._need(*key)
+        return self._answers[key]
+
+    def _need(self, app_id: str, scopes: tuple[str, ...]) -> AuthorizationNeed | None:
+        granted = self._live.get(app_id.casefold())
+        missing = tuple(s for s in scopes if granted is None or s not in granted)
+        if granted is not None and not missing:
+            return None
+        return AuthorizationNeed(app_id, missing, granted is not None)

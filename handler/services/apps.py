@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handler.authorization import missing_authorization
+from handler.authorization import Grants
 from handler.errors import IndexUnavailableError, ServiceUnavailableError
 from handler.index_holder import IndexHolder
 from handler.policy.model import Connection, Principal
@@ -112,10 +112,11 @@ def _pending(
 ) -> dict[int, list[PendingTool]]:
     """Per app code, the usable tools that cannot run yet, by name. Only flagged tools are read (parsed)."""
     candidates = mask & table.needs_authorization & np.isin(table.app_codes, codes)
+    grants = Grants(connections)
     pending: dict[int, list[PendingTool]] = {}
     for position in np.flatnonzero(candidates).tolist():
         tool = table.tools[position]
-        need = missing_authorization(tool, connections)
+        need = grants.missing(tool)
         if need is not None:
             entry = PendingTool(tool.name, need.app_id, need.missing_scopes)
             pending.setdefault(int(table.app_codes[position]), []).append(entry)
