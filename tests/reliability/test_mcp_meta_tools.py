@@ -11,6 +11,7 @@ The demo catalog behind ``toolrec``'s real composition root, served on loopback,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,37 @@ def _refused(result: Any, field: str) -> dict[str, Any]:
 )
 def test_select_tools_refuses_what_its_schema_does_not_allow(base: str, arguments: dict[str, Any], field: str) -> None:
     _refused(call(base, "default", "Toolrec_SelectTools", arguments), field)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [({"tasks": ["send \ud800 a message"]}, "tasks.0"), ({"tasks": [TASK], "context": "on \udfff slack"}, "context")],
+)
+def test_select_tools_refuses_a_lone_surrogate_as_invalid_text(
+    base: str, arguments: dict[str, Any], field: str
+) -> None:
+    # JSON escapes carry it; the SDK client cannot encode one, so the request is sent as raw JSON-RPC.
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "Toolrec_SelectTools", "arguments": arguments},
+    }
+    response = httpx.post(
+        f"{base}/mcp/default",
+        content=json.dumps(message).encode("ascii"),
+        headers={
+            "Authorization": f"Bearer {API_KEY}",
+            "X-Toolrec-User": USER,
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert result["isError"] is True
+    problems = result["structuredContent"]["error"]["field_errors"]
+    assert field in {p["field"] for p in problems}, problems
 
 
 def test_rest_refuses_the_same_task_and_context_lengths(base: str) -> None:
