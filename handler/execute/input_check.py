@@ -11,6 +11,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from handler.execute.bounded_patterns import (
+    PATTERN_BUDGET_S,
+    PatternTooSlowError,
+    bounded_validator_class,
+    pattern_budget,
+)
 from handler.json_limits import MAX_INPUT_DEPTH, json_problem, printable, schema_problems
 
 if TYPE_CHECKING:
@@ -30,14 +36,10 @@ def input_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> l
     """Every way ``arguments`` violates ``schema`` (at most MAX_FIELD_ERRORS), in a stable order.
 
     Never touches the network, and bounded: only references inside the schema resolve (issue 15: a remote ``$ref``
-    was fetched, with no timeout, on every call), input past MAX_INPUT_DEPTH is refused before validation, and a
-    schema that recurses without end is a refusal rather than a RecursionError.
+    was fetched, with no timeout, on every call), input past MAX_INPUT_DEPTH is refused before validation, the
+    schema's patterns run under one time budget (bounded_patterns.py), and a schema that recurses without end is a
+    refusal rather than a RecursionError.
     """
-    # Imported here: jsonschema costs ~0.1 s of every cold start, and only an execute call needs it.
-    from jsonschema import exceptions as schema_errors
-    from jsonschema import validators
-    from referencing.exceptions import Unresolvable
-
     # The build refuses these (build_index.build); an index written before it did may still hold one.
     unusable = schema_problems(schema)
     if unusable:
@@ -48,23 +50,45 @@ def input_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> l
     unsendable = json_problem(arguments, MAX_INPUT_DEPTH)
     if unsendable is not None:
         return [FieldProblem(_dotted(list(unsendable.path)), unsendable.reason)]
-    validator_class = validators.validator_for(schema)
     try:
-        validator_class.check_schema(schema)
-        validator = validator_class(schema, registry=_offline_registry(), format_checker=validator_class.FORMAT_CHECKER)
-        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: (list(map(str, e.path)), e.message))
-    except schema_errors.SchemaError:
-        # A catalog schema the build let through but jsonschema cannot use: refuse rather than run unchecked.
-        return [FieldProblem("input", "the tool's input_schema is not a valid JSON Schema; the call was not run")]
-    except Unresolvable as exc:
-        return [FieldProblem("input", f"the tool's input_schema has a $ref that does not resolve within it "
-                                      f"({printable(str(exc.ref)[:200])}); the call was not run")]  # fmt: skip
-    except RecursionError:
-        # Only a schema can cause this now (the input is at most MAX_INPUT_DEPTH deep): references in a circle.
-        return [FieldProblem("input", "the tool's input_schema refers to itself without end; the call was not run")]
+        errors = _validation_errors(schema, arguments)
+    except _UnusableSchemaError as exc:
+        return [FieldProblem("input", f"the tool's input_schema {exc}; the call was not run")]
     # dict.fromkeys: two keywords (say, allOf branches) may find the same problem; it is listed once.
     problems = dict.fromkeys(problem for error in _once_per_required(errors) for problem in _describe(error))
     return list(problems)[:MAX_FIELD_ERRORS]
+
+
+class _UnusableSchemaError(Exception):
+    """The tool's schema, not the caller's input, stops the check (the message says how)."""
+
+
+def _validation_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[ValidationError]:
+    # Imported here: jsonschema costs ~0.1 s of every cold start, and only an execute call needs it.
+    from jsonschema import exceptions as schema_errors
+    from jsonschema import validators
+    from referencing.exceptions import Unresolvable
+
+    validator_class = bounded_validator_class(validators.validator_for(schema))
+    try:
+        validator_class.check_schema(schema)
+        validator = validator_class(schema, registry=_offline_registry(), format_checker=validator_class.FORMAT_CHECKER)
+        with pattern_budget():
+            return sorted(validator.iter_errors(dict(arguments)), key=lambda e: (list(map(str, e.path)), e.message))
+    except schema_errors.SchemaError:
+        # A catalog schema the build let through but jsonschema cannot use: refuse rather than run unchecked.
+        raise _UnusableSchemaError("is not a valid JSON Schema") from None
+    except Unresolvable as exc:
+        raise _UnusableSchemaError(
+            f"has a $ref that does not resolve within it ({printable(str(exc.ref)[:200])})"
+        ) from None
+    except PatternTooSlowError as exc:
+        raise _UnusableSchemaError(
+            f"pattern {printable(str(exc)[:100])!r} took over {PATTERN_BUDGET_S} s on this input"
+        ) from None
+    except RecursionError:
+        # Only a schema can cause this now (the input is at most MAX_INPUT_DEPTH deep): references in a circle.
+        raise _UnusableSchemaError("refers to itself without end") from None
 
 
 def _once_per_required(errors: list[ValidationError]) -> Iterator[ValidationError]:

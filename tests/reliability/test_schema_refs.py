@@ -235,3 +235,41 @@ def _planting_upstream(url: str) -> MCPServer:
         return city
 
     return server
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments"),
+    [
+        (
+            {"type": "object", "properties": {"city": {"type": "string", "pattern": "^(a|aa)+$"}}},
+            {"city": "a" * 64 + "!"},
+        ),
+        (
+            {"type": "object", "patternProperties": {"^(a|aa)+$": {}}, "additionalProperties": False},
+            {"a" * 64 + "!": 1},
+        ),
+    ],
+    ids=["pattern", "property-names"],
+)
+def test_a_pattern_that_backtracks_without_end_is_bounded_and_starves_nothing(
+    embedder: Embedder, tmp_path: Path, schema: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    calls: list[dict[str, Any]] = []
+    with serve(http_worker_app(calls)) as worker:
+        # Python's re would spend hours on this input (2^64 ways to split it); nothing in the catalog refuses it.
+        publish(build_index([lookup_tool(schema, worker)], embedder, MODEL_ID, progress=False), str(tmp_path / "index"))
+        settings = file_settings(str(tmp_path / "index"), _policy(tmp_path), tmp_path / "cache")
+        with serve(build_app(settings, embedder=embedder)) as base, httpx.Client(base_url=base, timeout=10) as client:
+            client.headers["Authorization"] = f"Bearer {KEY}"
+            body = {"tool_name": "Places.Lookup", "input": arguments, "user_id": USER}
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                pending = [pool.submit(_timed, lambda: client.post("/v1/tools/execute", json=body)) for _ in range(4)]
+                healthz, healthz_seconds = _timed(lambda: client.get("/healthz"))
+                answers = [future.result() for future in pending]
+    assert healthz.status_code == 200 and healthz_seconds < 2.0
+    for response, seconds in answers:
+        assert response.status_code == 400, response.text
+        [problem] = response.json()["field_errors"]
+        assert "took over" in problem["message"] and "not run" in problem["message"], problem
+        assert seconds < 5.0
+    assert calls == []
