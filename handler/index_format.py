@@ -156,7 +156,7 @@ def expected_files(schema_version: int) -> frozenset[str]:
     return frozenset({f"{name}.npy" for name in ARRAYS} | record_files | {VOCABULARY})
 
 
-def load_build(directory: Path, model_fingerprint: str, semantic_weight: float | None = None) -> LoadedIndex:
+def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
     """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
     manifest_path = directory / MANIFEST
     if not manifest_path.is_file():
@@ -184,8 +184,7 @@ def load_build(directory: Path, model_fingerprint: str, semantic_weight: float |
     if vectors.values.shape != (len(tools), manifest.model.dimensions) or vectors.scales.shape != (len(tools),):
         raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
     dense = Int8Scorer(vectors)
-    options = {} if semantic_weight is None else {"semantic_weight": semantic_weight}
-    ranking = RankingIndex(tools.keys.names, bm25, dense, analyzer, **options)
+    ranking = RankingIndex(tools.keys.names, bm25, dense, analyzer)
     return LoadedIndex(manifest, tools, ranking)
 
 

@@ -10,8 +10,9 @@ import numpy as np
 import numpy.typing as npt
 
 from handler.ranking.bm25 import BM25Index
+from handler.ranking.catalog_words import CatalogWords
 from handler.ranking.dense import DenseScorer
-from handler.ranking.fusion import standardized_sum
+from handler.ranking.fusion import reciprocal_rank_fusion
 from handler.ranking.no_match import NO_MATCH_COSINE
 from handler.ranking.topk import top_k
 from handler.tool_names import name_key  # one folding of tool names for every lookup
@@ -49,11 +50,12 @@ class RankingIndex:
     bm25: BM25Index
     dense: DenseScorer
     analyzer: Callable[[str], list[str]]
-    semantic_weight: float = 0.5
     _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
+    _words: CatalogWords = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {name_key(n): i for i, n in enumerate(self.names)})
+        object.__setattr__(self, "_words", CatalogWords(self.bm25.vocabulary, self.names, self.analyzer))
 
     def __len__(self) -> int:
         return len(self.names)
@@ -110,14 +112,16 @@ class RankingIndex:
     ) -> tuple[FloatArray, FloatArray | None]:
         """The ranking scores, and the cosines they came from (None for BM25 alone: no query vector)."""
         if method is Method.BM25:
-            return self.bm25.score(self.analyzer(query)), None
+            return self._lexical(query), None
         if query_vector is None:
             raise ValueError(f"the {method} method needs a query vector")
         semantic = self._semantic(query_vector)
         if method is Method.DENSE:
             return semantic, semantic
-        lexical = self.bm25.score(self.analyzer(query))
-        return standardized_sum(lexical, semantic, allowed, self.semantic_weight), semantic
+        return reciprocal_rank_fusion(self._lexical(query), semantic, allowed), semantic
+
+    def _lexical(self, query: str) -> FloatArray:
+        return self.bm25.score(self._words.expand(self.analyzer(query), query))
 
     def _semantic(self, query_vector: FloatArray) -> FloatArray:
         """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best."""

@@ -128,8 +128,13 @@ def test_context_helps_the_lexical_side(function: Function) -> None:
     request = {"tasks": ["send a text message"], "user_id": "u", "top_k": 3}
     _, _, plain = function.call("POST", "/v1/tools/select", request)
     _, _, with_context = function.call("POST", "/v1/tools/select", {**request, "context": "we talk on WhatsApp"})
-    assert names(with_context["results"][0]["suggestions"])[0] == "Twilio.SendWhatsAppMessage"
-    assert names(plain["results"][0]["suggestions"])[0] != "Twilio.SendWhatsAppMessage"
+    # Context feeds BM25 only, and fusion counts ranks: it moves the tool it names up, it does not outvote meaning.
+    plain_names, context_names = (
+        names(plain["results"][0]["suggestions"]),
+        names(with_context["results"][0]["suggestions"]),
+    )
+    assert "Twilio.SendWhatsAppMessage" in context_names[:2]
+    assert context_names.index("Twilio.SendWhatsAppMessage") < plain_names.index("Twilio.SendWhatsAppMessage")
     # A bare tool name is matched exactly, whatever the context says.
     _, _, exact = function.call(
         "POST", "/v1/tools/select", {"tasks": ["Stripe.GetBalance"], "context": "slack", "user_id": "u"}
