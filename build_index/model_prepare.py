@@ -16,7 +16,7 @@ from pathlib import Path
 from handler.errors import IntegrityError, ModelMissingError
 from handler.model_files import SPEC_FILE, ModelSpec, read_spec, sha256_file
 
-MODEL_ID = "all-MiniLM-L6-v2+toolrec-finetune-1@int8-per-channel"
+MODEL_ID = "all-MiniLM-L6-v2+toolrec-finetune-2@int8-per-channel"
 DIMENSIONS = 384
 MAX_TOKENS = 128
 SHIPPED_DIR = Path(__file__).resolve().parent / "model"
@@ -24,7 +24,7 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "model"
 # A change here moves every vector: rebuild the indexes, re-record the golden vectors and the drift goldens,
 # and recalibrate no-match (handler/ranking/no_match.py).
 PINNED_FILES = {
-    "model.onnx": "35fc751f9c365417050706e1cb2f86dc04348519d33c2043459a8dc22fa4bbd1",
+    "model.onnx": "64a400d14cfab6c666ec3a95daf8a252d07907f336dd88456561df0c6c105dc3",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 }
 

@@ -1,55 +1,33 @@
 """The calibrated "no match": when no tool the user may use fits a task, select answers with nothing.
 
-The decision reads the semantic signal only: the best cosine between the task and the tools ranked. BM25
-scores are not comparable across queries (they grow with the query's length and rare words), while
-the cosine of unit vectors is bounded and means the same in every catalog.
+The decision reads the semantic signal only: the best cosine between the task and every tool the user may use
+(not only the ones shown, so it never depends on ``top_k``: PRODUCT.md §2). BM25 scores are not comparable
+across queries (they grow with the query's length and rare words), while the cosine of unit vectors is bounded
+and means the same in every catalog.
 
-The threshold is calibrated on the training data, never on an evaluation set (``calibrate`` below;
-reproduce with ``toolrec calibrate-no-match DIR...``). The model was fine-tuned on those sets, so only the
-queries about the fifth of their tools it never saw are used (build_index/training_split.py): like every
-customer's tools, those are new to it. Each query is ranked against its whole set's catalog exactly as
-select ranks it, and the threshold is the highest at which every set is 95 % sure (a Wilson bound, not
-just the share seen) to refuse at most ``TARGET_FALSE_RATE`` of its real requests. The bound replaced the
-share seen averaged over sets because that rule did not transfer: a 22-query set refusing none let the
-other two refuse 1.5 % on average, and the threshold it gave this model refused 3.9 % of arcade_evals'
-real requests. Measured by ``toolrec eval --no-match-against`` (README "Quality"). An unrelated
-request usually still finds some tool with a fair cosine in a catalog of thousands, so this signal alone
-refuses few off-catalog requests; it is deliberately conservative: refusing a real request costs the agent
-its tool, while a weak suggestion costs it one look.
+The threshold comes from queries the model never trained on (the benchmark sets, the training sets' held-out
+tools: build_index/training_split.py), each ranked against its whole catalog as select ranks it: the highest at
+which every set is 95 % sure (a Wilson bound, not just the share seen) to refuse at most ``TARGET_FALSE_RATE`` of
+its real requests. Reproduce with ``toolrec calibrate-no-match``, which also gives each set's threshold from the
+others (leave one set out: README "Quality"). It is deliberately conservative: refusing a real request costs the
+agent its tool, while a weak suggestion costs it one look; an unrelated request in a catalog of thousands still
+finds some tool with a fair cosine, so this signal alone refuses few off-catalog requests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 TARGET_FALSE_RATE = 0.01
 CONFIDENCE_Z = 1.6449  # one-sided 95 %
-NO_MATCH_COSINE = 0.2357
-"""From ``toolrec calibrate-no-match --max-queries 2000 ../shared/training/{metatool,bfcl,toolalpaca}`` with the
-shipped model (build_index/model_prepare.py MODEL_ID) and task parts (query.embed_query): 0.23575, the lower
-of metatool's (2,000 held-out queries) and bfcl's (861); toolalpaca's 35 are too few to vote.
-A new model or a change in query formation needs a new value."""
-
-
-class ScoredHit(Protocol):
-    @property
-    def semantic(self) -> float | None: ...
-
-
-def is_no_match(hits: Sequence[ScoredHit], threshold: float = NO_MATCH_COSINE) -> bool:
-    """True when none of the ranked hits is semantically close enough to the task to be offered.
-
-    Hits without a semantic score (keyword-only ranking) never trigger it: BM25 returns only tools
-    sharing a word with the query, which is its own notion of a match. An empty list is a no match.
-    """
-    if not hits:
-        return True
-    cosines = [h.semantic for h in hits if h.semantic is not None]
-    return bool(cosines) and max(cosines) < threshold
+NO_MATCH_COSINE = 0.2401
+"""From ``toolrec calibrate-no-match --max-queries 2000`` over the four benchmark and six training sets with the
+shipped model (build_index/model_prepare.py MODEL_ID) and task parts (query.embed_query): 0.24007, set by
+arcade_evals (without it: 0.2638); toolalpaca's, nestful's, restbench's and callnavi's held-out queries are too few
+to vote. A new model or a change in query formation needs a new value."""
 
 
 def refusal_upper_bound(refused: npt.NDArray[np.int64] | int, queries: int) -> npt.NDArray[np.float64]:

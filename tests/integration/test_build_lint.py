@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,9 +41,12 @@ def test_lint_reports_each_problem_as_name_and_reason(tmp_path: Path, capsys: py
     catalog = write(tmp_path / "tools.jsonl", ROWS)
     assert main(lint("--catalog", str(catalog))) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:-1] == [
-        "Slack.SendMessage: first line nearly duplicates Slack.PostMessage's (cosine 0.974 >= 0.95)",
-        "Slack.PostMessage: first line nearly duplicates Slack.SendMessage's (cosine 0.974 >= 0.95)",
+    # The cosine's last digits follow the CPU's int8 kernels (test_build_model.py); its form and bound do not.
+    cosines = [float(c) for c in re.findall(r"cosine (\d\.\d{3}) >= 0\.95", "\n".join(lines))]
+    assert len(cosines) == 2 and all(0.95 <= c <= 1.0 for c in cosines)
+    assert [re.sub(r"cosine \d\.\d{3}", "cosine C", line) for line in lines[:-1]] == [
+        "Slack.SendMessage: first line nearly duplicates Slack.PostMessage's (cosine C >= 0.95)",
+        "Slack.PostMessage: first line nearly duplicates Slack.SendMessage's (cosine C >= 0.95)",
         "send_email: name is not in App.ToolName form",
         "Util.Helper: vague first line 'Helper function': 2 word(s), say what it does to which service or object",
         "Util.Endpoint: vague first line 'API endpoint': 2 word(s), say what it does to which service or object",

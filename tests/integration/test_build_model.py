@@ -22,41 +22,45 @@ from handler.model_files import MODEL_DIR_ENV, default_model_dir
 from handler.ranking.dense import quantize
 from handler.ranking.text import index_text
 
-# Recorded from the prepared model (fingerprint ff34e3351a6c...) on 2026-11-30. If these move, the model or
+# Recorded from the prepared model (fingerprint 762f024c5d9c...) on 2026-12-01. If these move, the model or
 # its runtime changed and every published index is stale: rebuild them, then re-record deliberately.
+# Tolerance: onnxruntime's int8 kernels round differently on CPUs with and without AVX-512 VNNI (measured:
+# up to 0.011 per component, 0.014 in a cosine, cosine 0.992+ with the recorded vector); another model or a
+# changed text formatting moves them by far more.
+KERNEL_TOLERANCE = 0.02
 GOLDEN = {
     "Slack Send Message: Send a message to a Slack channel or user.": [
-        0.014859,
-        -0.067112,
-        -0.027245,
-        0.049534,
-        -0.00097,
-        -0.075128,
-        0.044708,
-        0.053808,
+        0.028255,
+        -0.059437,
+        -0.017133,
+        0.051756,
+        -0.027512,
+        -0.063268,
+        0.057142,
+        0.058433,
     ],
     "let the team know the deploy finished": [
-        0.006591,
-        0.002771,
-        -0.000032,
-        -0.019453,
-        0.029735,
-        -0.0832,
-        -0.019928,
-        -0.018652,
+        0.006808,
+        0.008055,
+        -0.002093,
+        -0.020088,
+        0.032441,
+        -0.073982,
+        0.002901,
+        -0.005095,
     ],
     "Weather Get Forecast: Get the weather forecast for a city.": [
-        0.040298,
-        0.008349,
-        0.137699,
-        0.100406,
-        -0.044873,
-        -0.021189,
-        -0.024779,
-        -0.010358,
+        0.003149,
+        0.031858,
+        0.125216,
+        0.13602,
+        -0.041313,
+        -0.048544,
+        -0.01576,
+        0.006298,
     ],
 }
-GOLDEN_COSINES = {(0, 1): 0.22224, (0, 2): 0.038093, (1, 2): 0.056276}
+GOLDEN_COSINES = {(0, 1): 0.186462, (0, 2): 0.042523, (1, 2): 0.052636}
 HINT = "toolrec model prepare"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,9 +70,9 @@ def test_golden_vectors(embedder: OnnxEmbedder) -> None:
     for vector, expected in zip(vectors, GOLDEN.values(), strict=True):
         assert vector.dtype == np.float32 and vector.shape == (384,)
         assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-5)
-        np.testing.assert_allclose(vector[:8], expected, atol=1e-4)
+        np.testing.assert_allclose(vector[:8], expected, atol=KERNEL_TOLERANCE)
     for (i, j), cosine in GOLDEN_COSINES.items():
-        assert float(vectors[i] @ vectors[j]) == pytest.approx(cosine, abs=1e-4)
+        assert float(vectors[i] @ vectors[j]) == pytest.approx(cosine, abs=KERNEL_TOLERANCE)
 
 
 class Recording:

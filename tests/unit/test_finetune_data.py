@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,14 @@ def test_the_split_holds_out_about_one_tool_in_five_the_same_way_every_time() ->
     assert needs_held_out_tool("s", [["a"], ["b"]]) == (is_held_out("s", "a") or is_held_out("s", "b"))
 
 
+def _by_number(texts: Sequence[str]) -> list[list[int]]:
+    """Neighbours by how close the tools' numbers are: tool i's nearest are i-1 and i+1."""
+    return [sorted((j for j in range(len(texts)) if j != i), key=lambda j: (abs(i - j), j)) for i in range(len(texts))]
+
+
 def test_pairs_never_touch_a_held_out_tool_and_read_the_index_text(tmp_path: Path) -> None:
     root = _training_root(tmp_path)
-    pairs = training_pairs(root, Recipe())
+    pairs = training_pairs(root, Recipe(), _by_number)
     assert pairs and all(not is_held_out(*p.tool_key.split("/")) for p in pairs)
     texts = {f"tool_{i}": index_text(f"tool_{i}", f"Does thing {i}.\nMore.") for i in range(40)}
     assert {p.tool_text for p in pairs} <= set(texts.values())  # what the build embeds, first line only
@@ -49,8 +55,20 @@ def test_pairs_never_touch_a_held_out_tool_and_read_the_index_text(tmp_path: Pat
     for pair in pairs:
         per_tool[pair.tool_key] = per_tool.get(pair.tool_key, 0) + 1
     assert max(per_tool.values()) == Recipe().per_tool_cap  # 30 queries a tool, capped at 25
-    assert training_pairs(root, Recipe()) == pairs  # the seed fixes the order
-    assert training_pairs(root, Recipe(seed=1)) != pairs
+    assert training_pairs(root, Recipe(), _by_number) == pairs  # the seed fixes the order
+    assert training_pairs(root, Recipe(seed=1), _by_number) != pairs
+
+
+def test_each_pair_has_a_look_alike_the_query_does_not_need(tmp_path: Path) -> None:
+    root = _training_root(tmp_path)
+    pairs = training_pairs(root, Recipe(), _by_number)
+    number = {index_text(f"tool_{i}", f"Does thing {i}."): i for i in range(40)}
+    nearest = _by_number(list(number))
+    for pair in pairs:
+        assert number[pair.negative_text] in nearest[number[pair.tool_text]][:4]  # one of its 3 nearest not needed
+    # "do 1 then 2" needs tools 1 and 2: neither is the other's negative.
+    for pair in (p for p in pairs if p.query == "do 1 then 2"):
+        assert number[pair.negative_text] not in (1, 2)
 
 
 def test_a_batch_holds_each_tool_once_and_the_walk_wraps_around() -> None:
