@@ -160,7 +160,15 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from build_index.drift import Endpoint, check, load_golden, read_queries, record, write_golden
+    from build_index.drift import (
+        CheckedTask,
+        Endpoint,
+        check,
+        load_golden,
+        read_queries,
+        record,
+        write_golden,
+    )
 
     api_key = os.environ.get(args.api_key_env)
     if not api_key:
@@ -172,10 +180,12 @@ def cmd_drift(args: argparse.Namespace) -> int:
                 report = check(endpoint, load_golden(args.golden))
             else:
                 queries = read_queries(args.queries) if args.queries else None
-                tasks = queries or [q.task for q in load_golden(args.golden).queries]
+                tasks = queries or [CheckedTask(q.task, q.right) for q in load_golden(args.golden).queries]
                 golden = record(endpoint, tasks, args.user_id, args.gateway_id)
                 write_golden(args.golden, golden)
                 print(f"recorded {len(golden.queries)} queries from build {golden.recorded_from} to {args.golden}")
+                for query in (q for q in golden.queries if q.known_wrong):
+                    print(f"  known wrong: {query.task!r} got {query.expected[:1] or 'no match'}, right {query.right}")
                 return 0
     except httpx.HTTPError as exc:
         print(f"toolrec drift: {args.url} did not answer: {exc}", file=sys.stderr)

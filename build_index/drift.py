@@ -8,6 +8,10 @@ re-checked nightly against results recorded from a known-good build. Tolerance, 
   another CPU can swap near-ties).
 
 Anything beyond that is drift: the report names each query that moved, what it expected and what it got.
+
+Each task of the query set names the tools a person checked as right for it (``task => App.Tool, ...``), and a
+golden carries them: a recorded top-1 that is not one of them is marked ``known_wrong``, never passed off as
+known-good, and a later build that answers it right has not drifted but improved.
 """
 
 from __future__ import annotations
@@ -28,7 +32,15 @@ GOLDEN_VERSION = 1
 
 class GoldenQuery(BaseModel):
     task: str = Field(min_length=1)
+    right: list[str] = Field(min_length=1, description="the tools a person checked as right for the task")
     expected: list[str] = Field(description="tool names, best first, as recorded")
+    known_wrong: bool = Field(default=False, description="the recorded top-1 is not one of the right tools")
+
+
+@dataclass(frozen=True)
+class CheckedTask:
+    task: str
+    right: list[str]
 
 
 class Golden(BaseModel):
@@ -90,15 +102,29 @@ class Endpoint:
         return [s["tool_name"] for s in response.json()["results"][0]["suggestions"]]
 
 
-def read_queries(path: Path) -> list[str]:
-    """One task per line; blank lines and lines starting with '#' are skipped."""
-    lines = (line.strip() for line in path.read_text().splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
+def read_queries(path: Path) -> list[CheckedTask]:
+    """One ``task => App.Tool, ...`` per line (the tools right for it); blank lines and '#' lines are skipped."""
+    tasks = []
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        task, arrow, names = line.partition("=>")
+        right = [name.strip() for name in names.split(",") if name.strip()]
+        if not arrow or not task.strip() or not right:
+            raise ValueError(f"{path}:{number}: expected 'task => App.Tool, ...' (the tools right for the task)")
+        tasks.append(CheckedTask(task.strip(), right))
+    return tasks
 
 
-def record(endpoint: Endpoint, tasks: Sequence[str], user_id: str, gateway_id: str | None = None) -> Golden:
+def record(endpoint: Endpoint, tasks: Sequence[CheckedTask], user_id: str, gateway_id: str | None = None) -> Golden:
+    """The endpoint's answers as a golden, each marked ``known_wrong`` when its top-1 is not a right tool."""
     build_id = endpoint.build_id() or "unknown"
-    queries = [GoldenQuery(task=t, expected=endpoint.top(t, user_id, gateway_id, TOP_K)) for t in tasks]
+    queries = []
+    for task in tasks:
+        got = endpoint.top(task.task, user_id, gateway_id, TOP_K)
+        wrong = not got or got[0] not in task.right
+        queries.append(GoldenQuery(task=task.task, right=task.right, expected=got, known_wrong=wrong))
     return Golden(
         recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
         recorded_from=build_id,
@@ -123,6 +149,8 @@ def check(endpoint: Endpoint, golden: Golden) -> DriftReport:
     moved = []
     for query in golden.queries:
         got = endpoint.top(query.task, golden.user_id, golden.gateway_id, golden.top_k)
+        if query.known_wrong and got[:1] and got[0] in query.right:
+            continue  # answered right now: an improvement to record, not drift
         reason = compare(query.expected, got, golden.top_k)
         if reason:
             moved.append(Moved(query.task, query.expected, got, reason))
