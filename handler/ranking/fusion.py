@@ -4,9 +4,11 @@ Each signal votes with the ranks of its best ``DEPTH`` allowed tools, 1 / (``RAN
 votes only for tools sharing a word with the query. Ranks, unlike scores, mean the same in every catalog
 and for every query, so neither signal's scale decides how much it counts: one BM25 outlier on a long,
 chatty query cannot outvote the dense signal, as it could in a sum of z-scores. How far a tool stands out
-in each signal (its z-scores, summed) then adds a little (``STANDOUT_WEIGHT``): it separates tools whose
-votes are close, e.g. the one tool sharing a rare context word. Chosen leave-one-set-out over the ten
-visible sets (README "Quality").
+in each signal (its z-scores, averaged) then adds a little (``STANDOUT_WEIGHT``): votes tie exactly whenever
+two tools swap ranks between the signals (1st and 2nd against 2nd and 1st), and such a tie should go to the
+evidence, not to catalog order. Rank fusion was chosen leave-one-set-out over the ten visible sets against a
+z-score sum; the standout weight (0, 0.005, 0.01, 0.02) moves no set's gap closed by more than 1.3 points
+(README "Quality").
 """
 
 from __future__ import annotations
