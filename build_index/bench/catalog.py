@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from handler.catalog import Tool
 from handler.ranking.query import task_parts
 from handler.ranking.text import index_text
+from handler.tool_names import name_key
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SOURCES = (
@@ -33,7 +34,7 @@ EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
 
 
 def _pool(shared: Path) -> list[Tool]:
-    seen: set[str] = set()
+    seen: set[str] = set()  # name keys (an index refuses names a caller could not tell apart) and texts
     pool: list[Tool] = []
     for source in SOURCES:
         for line in (shared / source).read_text(encoding="utf-8").splitlines():
@@ -43,9 +44,9 @@ def _pool(shared: Path) -> list[Tool]:
             app = app or str(row.get("app") or "Bench")
             qualified = f"{app}.{short_name or name}".replace(" ", "")
             text = index_text(qualified, str(row.get("description") or ""))
-            if qualified in seen or text in seen:
+            if name_key(qualified) in seen or text in seen:
                 continue
-            seen.update((qualified, text))
+            seen.update((name_key(qualified), text))
             schema = row.get("input_schema")
             try:  # the same validation a real catalog row gets: e.g. a versioned name would not load
                 entry = Tool.model_validate(

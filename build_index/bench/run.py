@@ -57,10 +57,11 @@ def build_timed(size: int, target: Path, embedder: OnnxEmbedder, model_dir: Path
 
 def cached_index(size: int, embedder: OnnxEmbedder, model_dir: Path) -> tuple[Path, float | None]:
     """The size's index, built once per model and code version; the build time when built now."""
+    from build_index.bench import catalog
     from handler.index_format import SCHEMA_VERSION
     from handler.ranking import analyzer, text
 
-    version = hashlib.sha256(b"".join(Path(m.__file__ or "").read_bytes() for m in (text, analyzer)))
+    version = hashlib.sha256(b"".join(Path(m.__file__ or "").read_bytes() for m in (text, analyzer, catalog)))
     version.update(str(SCHEMA_VERSION).encode())
     root = CACHE / f"n{size}-{embedder.fingerprint[:10]}-{version.hexdigest()[:12]}"
     if (root / LATEST).is_file():
