@@ -96,16 +96,15 @@ class RankingIndex:
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
-        named = exact is not None and bool(allowed[exact])
-        if exact is not None and named:
+        if exact is not None and not allowed[exact]:
+            exact = None
+        if exact is not None:
             scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
         best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
-        if not named and no_match_cosine is not None and best is not None and best < no_match_cosine:
+        if exact is None and no_match_cosine is not None and best is not None and best < no_match_cosine:
             return Recommendation((), best)  # a tool named exactly is never refused
-        chosen = top_k(scores, k)
-        if cosines is None:
-            return Recommendation(tuple(Hit(int(i), float(scores[i])) for i in chosen), best)
-        return Recommendation(tuple(Hit(int(i), float(scores[i]), float(cosines[i])) for i in chosen), best)
+        hits = (Hit(int(i), float(scores[i]), None if cosines is None else float(cosines[i])) for i in top_k(scores, k))
+        return Recommendation(tuple(hits), best)
 
     def _scores(
         self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method
