@@ -42,6 +42,15 @@ class BM25Index:
             scores[self.doc_ids[start:end]] += self.weights[start:end]
         return scores
 
+    def terms_held(self, query_terms: Iterable[str]) -> npt.NDArray[np.int32]:
+        """How many of the distinct query terms each document holds."""
+        held = np.zeros(self.doc_count, dtype=np.int32)
+        for term in dict.fromkeys(query_terms):
+            term_id = self.vocabulary.get(term)
+            if term_id is not None:
+                held[self.doc_ids[self.indptr[term_id] : self.indptr[term_id + 1]]] += 1
+        return held
+
 
 def build_bm25(documents: Sequence[Sequence[str]], params: BM25Params = BM25Params()) -> BM25Index:
     """Precompute every (term, document) BM25 weight, with Lucene's idf log(1 + (N - df + .5)/(df + .5))."""

@@ -101,8 +101,9 @@ class RankingIndex:
         if exact is not None:
             scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
         best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
-        if exact is None and no_match_cosine is not None and best is not None and best < no_match_cosine:
-            return Recommendation((), best)  # a tool named exactly is never refused
+        weak = no_match_cosine is not None and best is not None and best < no_match_cosine
+        if weak and exact is None and not self._words_name_a_tool(query, allowed):  # a named tool is never refused
+            return Recommendation((), best)
         hits = (Hit(int(i), float(scores[i]), None if cosines is None else float(cosines[i])) for i in top_k(scores, k))
         return Recommendation(tuple(hits), best)
 
@@ -121,6 +122,16 @@ class RankingIndex:
 
     def _lexical(self, query: str) -> FloatArray:
         return self.bm25.score(self._words.expand(self.analyzer(query), query))
+
+    def _words_name_a_tool(self, query: str, allowed: BoolArray) -> bool:
+        """Whether one allowed tool holds at least half of the query's words (as the catalog words expand them):
+        a short task in the catalog's own words ("find the open PRs assigned to me") is a match even where the
+        model's cosine is low for it, so no-match never refuses it; an unrelated task sharing one word is not."""
+        terms = list(dict.fromkeys(self._words.expand(self.analyzer(query), query)))
+        if not terms:
+            return False
+        held = self.bm25.terms_held(terms)
+        return bool(allowed.any()) and int(held[allowed].max()) * 2 >= len(terms)
 
     def _semantic(self, query_vector: FloatArray) -> FloatArray:
         """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.functional.conftest import Function
 from tests.support.serving import SCOPED_KEY
 
@@ -140,3 +142,13 @@ def test_context_helps_the_lexical_side(function: Function) -> None:
         "POST", "/v1/tools/select", {"tasks": ["Stripe.GetBalance"], "context": "slack", "user_id": "u"}
     )
     assert names(exact["results"][0]["suggestions"])[0] == "Stripe.GetBalance"
+
+
+@pytest.mark.parametrize(
+    "task", ["find the open PRs assigned to me", "find the design doc about onboarding in my drive"]
+)
+def test_real_requests_the_probe_saw_refused_get_tools_at_every_top_k(function: Function, task: str) -> None:
+    # Issue 13: a no match at top_k 1-3 (or up to 5) and tools above it. Now neither, at any top_k.
+    for top_k in (1, 3, 5, 10, 20):
+        _, _, body = function.call("POST", "/v1/tools/select", {"tasks": [task], "user_id": "u", "top_k": top_k})
+        assert len(body["results"][0]["suggestions"]) == top_k, (task, top_k)

@@ -131,6 +131,15 @@ def test_no_match_when_no_allowed_tool_is_close_enough() -> None:
     assert not index.recommend("quantum chromodynamics", unrelated, 3, no_match_cosine=None).no_match
 
 
+def test_a_task_in_the_catalogs_own_words_is_never_refused() -> None:
+    index, unrelated = _index(), _unit(0, 0, 0, 0, 0, 0, 0, 1)  # the model sees nothing close
+    assert not index.recommend("github issue", unrelated, 3).no_match  # both words in one tool's text
+    assert not index.recommend("create slack issue", unrelated, 3).no_match  # two of three in GitHub's
+    assert index.recommend("book a flight with the weather service", unrelated, 3).no_match  # 1 of 4 words
+    # Only allowed tools count: the GitHub tool, disallowed, does not keep the task.
+    assert index.recommend("github issue", unrelated, 3, np.array([True, False, True])).no_match
+
+
 def test_a_tool_named_exactly_is_never_refused() -> None:
     found = _index().recommend("Weather.GetForecast", _unit(0, 0, 0, 0, 0, 0, 0, 1), 1)
     assert [h.index for h in found.hits] == [2]
