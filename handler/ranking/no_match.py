@@ -1,9 +1,10 @@
 """The calibrated "no match": when no tool the user may use fits a task, select answers with nothing.
 
-The decision reads the semantic signal only: the best cosine between the task and every tool the user may use
-(not only the ones shown, so it never depends on ``top_k``: PRODUCT.md §2). BM25 scores are not comparable
-across queries (they grow with the query's length and rare words), while the cosine of unit vectors is bounded
-and means the same in every catalog.
+The decision reads the best cosine between the task and every tool the user may use (not only the ones shown,
+so it never depends on ``top_k``: PRODUCT.md §2): BM25 scores are not comparable across queries (they grow with
+the query's length and rare words), while the cosine of unit vectors is bounded and means the same in every
+catalog. One lexical fact overrides a low cosine (``RankingIndex._words_name_a_tool``): a task half of whose
+words one allowed tool holds is in the catalog's own words, and is never refused.
 
 The threshold comes from queries the model never trained on (the benchmark sets, the training sets' held-out
 tools: build_index/training_split.py), each ranked against its whole catalog as select ranks it: the highest at
