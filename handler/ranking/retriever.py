@@ -92,7 +92,8 @@ class RankingIndex:
         a property of the query and the allowed tools, never of k (PRODUCT.md §2). ``None`` never refuses."""
         if allowed is None:
             allowed = np.ones(len(self), dtype=bool)
-        scores, cosines = self._scores(query, query_vector, allowed, method)
+        terms = list(dict.fromkeys(self._words.expand(self.analyzer(query), query)))  # analyzed once, read twice
+        scores, cosines = self._scores(terms, query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
@@ -102,32 +103,28 @@ class RankingIndex:
             scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
         best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
         weak = no_match_cosine is not None and best is not None and best < no_match_cosine
-        if weak and exact is None and not self._words_name_a_tool(query, allowed):  # a named tool is never refused
+        if weak and exact is None and not self._words_name_a_tool(terms, allowed):  # a named tool is never refused
             return Recommendation((), best)
         hits = (Hit(int(i), float(scores[i]), None if cosines is None else float(cosines[i])) for i in top_k(scores, k))
         return Recommendation(tuple(hits), best)
 
     def _scores(
-        self, query: str, query_vector: FloatArray | None, allowed: BoolArray, method: Method
+        self, terms: list[str], query_vector: FloatArray | None, allowed: BoolArray, method: Method
     ) -> tuple[FloatArray, FloatArray | None]:
         """The ranking scores, and the cosines they came from (None for BM25 alone: no query vector)."""
         if method is Method.BM25:
-            return self._lexical(query), None
+            return self.bm25.score(terms), None
         if query_vector is None:
             raise ValueError(f"the {method} method needs a query vector")
         semantic = self._semantic(query_vector)
         if method is Method.DENSE:
             return semantic, semantic
-        return reciprocal_rank_fusion(self._lexical(query), semantic, allowed), semantic
+        return reciprocal_rank_fusion(self.bm25.score(terms), semantic, allowed), semantic
 
-    def _lexical(self, query: str) -> FloatArray:
-        return self.bm25.score(self._words.expand(self.analyzer(query), query))
-
-    def _words_name_a_tool(self, query: str, allowed: BoolArray) -> bool:
+    def _words_name_a_tool(self, terms: list[str], allowed: BoolArray) -> bool:
         """Whether one allowed tool holds at least half of the query's words (as the catalog words expand them):
         a short task in the catalog's own words ("find the open PRs assigned to me") is a match even where the
         model's cosine is low for it, so no-match never refuses it; an unrelated task sharing one word is not."""
-        terms = list(dict.fromkeys(self._words.expand(self.analyzer(query), query)))
         if not terms:
             return False
         held = self.bm25.terms_held(terms)
