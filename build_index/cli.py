@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,9 +72,21 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not tools:
         raise CatalogError("nothing to build: give --catalog and/or --from-mcp")
     model_dir = args.model_dir or default_model_dir()
+    embedder = _embedder(args)
     built = build_index(
-        tools, _embedder(args), MODEL_ID, progress=not args.quiet, model_dir=model_dir, workers=default_workers()
+        tools, embedder, MODEL_ID, progress=not args.quiet, model_dir=model_dir, workers=default_workers()
     )
+    if args.usage:
+        from build_index.usage import fold_usage, read_usage
+
+        arrays, summary = fold_usage(
+            read_usage(args.usage, time.time()), [t.name for t in tools], embedder.embed, args.usage
+        )
+        built = dataclasses.replace(built, usage=(arrays, summary))
+        print(
+            f"usage from {args.usage}: {summary.execution_groups} execution groups, {summary.distinct_tasks} distinct "
+            f"tasks for {summary.tools_with_usage} tools; not used: {summary.ignored or 'none'}"
+        )
     manifest = publish(built, args.out)
     print(f"built {manifest.tool_count} tools as {manifest.build_id} at {args.out}")
     return 0
@@ -87,9 +101,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     method = Method(args.retriever)
     others = args.no_match_against or []
     threshold = NO_MATCH_COSINE if args.no_match_cosine is None else args.no_match_cosine
-    result = evaluate(
-        args.bench_dir, _embedder(args), MODEL_ID, method, args.with_instruction, others, no_match_cosine=threshold
-    )
+    options: dict[str, Any] = {
+        "method": method, "with_instruction": args.with_instruction, "no_match_against": others,
+        "no_match_cosine": threshold,
+    }  # fmt: skip
+    if args.usage_split is not None:
+        from build_index.evaluate import evaluate_usage_split, format_split_report
+
+        split = evaluate_usage_split(args.bench_dir, args.usage_split, _embedder(args), MODEL_ID, **options)
+        print(json.dumps(split) if args.json else format_split_report(split))
+        return 0
+    usage = None
+    if args.usage_from is not None:
+        from build_index.usage import groups_from_benchmark
+
+        usage = groups_from_benchmark(args.usage_from)
+    result = evaluate(args.bench_dir, _embedder(args), MODEL_ID, usage=usage, **options)
     print(json.dumps(result) if args.json else format_report(result))
     return 0
 
@@ -227,6 +254,19 @@ def _add_quality_commands(commands: Any) -> None:
         help="the no-match threshold to apply (default: the shipped one); leave-one-set-out figures take the "
         "threshold `calibrate-no-match` gives without this set",
     )
+    history = evaluation.add_mutually_exclusive_group()
+    history.add_argument(
+        "--usage-from",
+        type=Path,
+        metavar="FILE",
+        help="build the set's index with FILE (query + relevant tool ids of BENCH_DIR) as its usage history",
+    )
+    history.add_argument(
+        "--usage-split",
+        type=float,
+        metavar="SHARE",
+        help="use this share of the queries (by a fixed hash of their id) as history; score cold and warm on the rest",
+    )
     _model_dir_option(evaluation)
     evaluation.set_defaults(run=cmd_eval)
 
@@ -273,6 +313,13 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
     build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
+    build.add_argument(
+        "--usage",
+        metavar="SOURCE",
+        default=None,
+        help="fold past executions into the index (README 'Learning from use'): dynamodb:TABLE (a deployment's "
+        "query log), a local query log (*.queries.jsonl) or a JSONL file of query + relevant tool names",
+    )
     _model_dir_option(build)
     build.set_defaults(run=cmd_build)
 

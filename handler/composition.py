@@ -89,6 +89,7 @@ def build_app(
         settings.index_cache_dir,
         embedder.fingerprint,
         settings.index_refresh_seconds,
+        learn_from_use=settings.learn_from_use,
     )
     holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
     return create_app(

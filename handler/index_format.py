@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from handler.catalog import Tool
@@ -28,6 +29,7 @@ from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.dense import QuantizedVectors
 from handler.ranking.retriever import RankingIndex
+from handler.ranking.usage import UsageEvidence
 from handler.tool_records import ToolKeys, ToolRecords, to_jsonl
 
 # 2: tools.json (a list validated whole at load) became tools.jsonl + tool_keys.json (records parsed on demand).
@@ -43,6 +45,8 @@ TOOL_KEYS = "tool_keys.json"
 TOOLS_V1 = "tools.json"  # schema 1: one JSON list of every record
 VOCABULARY = "bm25_vocabulary.json"
 ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weights")
+# Only in a build with usage evidence (build_index/usage.py); a build without it is exactly what it was before.
+USAGE_ARRAYS = ("usage_vectors", "usage_scales", "usage_tools", "co_usage_indptr", "co_usage_tools", "co_usage_shares")
 
 
 class ModelRef(BaseModel):
@@ -58,6 +62,22 @@ class AnalyzerRef(BaseModel):
     stemming: bool
 
 
+class UsageSummary(BaseModel):
+    """What usage a build folded in (its arrays' sha256 are in ``files`` like every other file's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    # The window the evidence spans (ISO times of its oldest and newest execution; None for a source without
+    # times): expired query-log records are never read, so nothing older than the log's expiry is in it.
+    oldest: str | None
+    newest: str | None
+    execution_groups: int
+    distinct_tasks: int
+    past_task_rows: int
+    tools_with_usage: int
+    ignored: dict[str, int]  # weaker evidence, by kind: counted, never used
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schema_version: int
@@ -68,6 +88,32 @@ class Manifest(BaseModel):
     analyzer: AnalyzerRef
     bm25: dict[str, float]
     files: dict[str, str]
+    usage: UsageSummary | None = None
+
+
+@dataclass(frozen=True)
+class UsageArrays:
+    past_tasks: QuantizedVectors
+    past_task_tools: npt.NDArray[np.int32]
+    co_indptr: npt.NDArray[np.int64]
+    co_tools: npt.NDArray[np.int32]
+    co_shares: npt.NDArray[np.float32]
+
+    def as_files(self) -> dict[str, np.ndarray[Any, Any]]:
+        return dict(
+            zip(
+                USAGE_ARRAYS,
+                (
+                    np.asfortranarray(self.past_tasks.values),  # column-major, as the tool vectors (write_build)
+                    self.past_tasks.scales,
+                    self.past_task_tools,
+                    self.co_indptr,
+                    self.co_tools,
+                    self.co_shares,
+                ),
+                strict=True,
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -80,6 +126,7 @@ class BuiltIndex:
     analyzer: Analyzer
     bm25_params: BM25Params
     model: ModelRef
+    usage: tuple[UsageArrays, UsageSummary] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +134,10 @@ class LoadedIndex:
     manifest: Manifest
     tools: ToolRecords
     ranking: RankingIndex
+
+    def without_usage(self) -> LoadedIndex:
+        """The same build ranked by its text alone (a tenant that turned learning from use off)."""
+        return self if self.ranking.usage is None else replace(self, ranking=replace(self.ranking, usage=None))
 
 
 def new_build_id(content_digest: str) -> str:
@@ -105,6 +156,8 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
         "bm25_doc_ids": built.bm25.doc_ids,
         "bm25_weights": built.bm25.weights,
     }
+    if built.usage is not None:
+        arrays.update(built.usage[0].as_files())
     for name, array in arrays.items():
         np.save(directory / f"{name}.npy", array, allow_pickle=False)
     (directory / VOCABULARY).write_text(json.dumps(built.bm25.vocabulary, ensure_ascii=False))
@@ -121,6 +174,7 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
         analyzer=AnalyzerRef(stopwords=sorted(built.analyzer.stopwords), stemming=built.analyzer.stemming),
         bm25={"k1": built.bm25_params.k1, "b": built.bm25_params.b},
         files=files,
+        usage=None if built.usage is None else built.usage[1],
     )
     (directory / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
     return manifest
@@ -139,7 +193,7 @@ def read_manifest(text: str | bytes) -> Manifest:
         manifest = Manifest.model_validate(raw)
     except ValidationError as exc:
         raise IntegrityError(f"the index manifest is invalid: {exc.error_count()} problem(s)") from exc
-    expected = expected_files(manifest.schema_version)
+    expected = expected_files(manifest.schema_version, with_usage=manifest.usage is not None)
     # Checked here, before any reader uses a name: the S3 fetch writes each listed name under its cache directory
     # before the checksums are verified, and a `../` or absolute name wrote outside it (issue 15). Only the
     # format's own plain file names pass, so no name can carry a separator, `..` or a root.
@@ -150,10 +204,11 @@ def read_manifest(text: str | bytes) -> Manifest:
     return manifest
 
 
-def expected_files(schema_version: int) -> frozenset[str]:
+def expected_files(schema_version: int, with_usage: bool = False) -> frozenset[str]:
     """The plain file names a build of this schema version holds besides the manifest."""
     record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
-    return frozenset({f"{name}.npy" for name in ARRAYS} | record_files | {VOCABULARY})
+    arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ())
+    return frozenset({f"{name}.npy" for name in arrays} | record_files | {VOCABULARY})
 
 
 def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
@@ -184,8 +239,44 @@ def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
     if vectors.values.shape != (len(tools), manifest.model.dimensions) or vectors.scales.shape != (len(tools),):
         raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
     dense = Int8Scorer(vectors)
-    ranking = RankingIndex(tools.keys.names, bm25, dense, analyzer)
+    usage = _usage(directory, manifest) if manifest.usage is not None else None
+    ranking = RankingIndex(tools.keys.names, bm25, dense, analyzer, usage)
     return LoadedIndex(manifest, tools, ranking)
+
+
+def rebuild_of(directory: Path, tools: Sequence[Tool], model_fingerprint: str) -> BuiltIndex:
+    """A published build as the build step's value again (its vectors and BM25 as they are, no usage), to
+    publish it with other usage evidence without embedding its tools again. ``tools`` are its records."""
+    loaded = load_build(directory, model_fingerprint)
+    if len(tools) != loaded.manifest.tool_count or list(loaded.tools.keys.names) != [t.name for t in tools]:
+        raise IntegrityError(f"index {loaded.manifest.build_id} holds other tools than the ones given")
+    manifest = loaded.manifest
+    vectors = QuantizedVectors(*(np.load(directory / f"{n}.npy", allow_pickle=False) for n in ARRAYS[:2]))
+    return BuiltIndex(
+        tools=tools,
+        vectors=QuantizedVectors(np.ascontiguousarray(vectors.values), vectors.scales),
+        bm25=loaded.ranking.bm25,
+        analyzer=Analyzer(frozenset(manifest.analyzer.stopwords), manifest.analyzer.stemming),
+        bm25_params=BM25Params(**manifest.bm25),
+        model=manifest.model,
+    )
+
+
+def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
+    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in USAGE_ARRAYS}
+    past = QuantizedVectors(arrays["usage_vectors"], arrays["usage_scales"])
+    tools, indptr, companions = arrays["usage_tools"], arrays["co_usage_indptr"], arrays["co_usage_tools"]
+    n = manifest.tool_count
+    consistent = (
+        past.values.shape == (len(tools), manifest.model.dimensions)
+        and past.scales.shape == tools.shape
+        and indptr.shape == (n + 1,)
+        and companions.shape == arrays["co_usage_shares"].shape == (int(indptr[-1]),)
+        and bool(((tools >= 0) & (tools < n)).all() and ((companions >= 0) & (companions < n)).all())
+    )
+    if not consistent:
+        raise IntegrityError(f"index {manifest.build_id}: its usage arrays do not fit its {n} tools")
+    return UsageEvidence(Int8Scorer(past), tools, indptr, companions, arrays["co_usage_shares"])
 
 
 def _tool_records(directory: Path, schema_version: int) -> ToolRecords:

@@ -59,8 +59,10 @@ class IndexHolder:
         model_fingerprint: str,
         refresh_seconds: float,
         clock: Callable[[], float] = time.monotonic,
+        learn_from_use: bool = True,
     ) -> None:
         self.store = store
+        self.learn_from_use = learn_from_use
         self.cache_dir = cache_dir
         self.model_fingerprint = model_fingerprint
         self.refresh_seconds = refresh_seconds
@@ -115,6 +117,8 @@ class IndexHolder:
             latest = self.store.latest_build_id()
             if self._current is None or latest != self._current.build_id:
                 loaded = load_latest(self.store, self.cache_dir, self.model_fingerprint)
+                if not self.learn_from_use:
+                    loaded = loaded.without_usage()
                 self._current = ServingIndex.of(loaded)  # one reference assignment: the atomic swap
                 log.info("index loaded", extra={"build_id": loaded.manifest.build_id})
                 self._prune_cache(keep=loaded.manifest.build_id)

@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     query_log_table: str | None = Field(default=None, description="DynamoDB table: query log (TTL expires_at)")
     policy_cache_seconds: float = Field(default=30.0, ge=0, description="per-instance cache of policy lookups")
     query_log_ttl_days: int = Field(default=30, ge=1, le=3650)
+    learn_from_use: bool = Field(default=True, description="rank with the usage evidence an index holds, if any")
 
     mcp_namespace: str = Field(default="Toolrec", pattern=r"^[A-Za-z][A-Za-z0-9]*$")
     api_key: SecretStr | None = Field(default=None, description="local bootstrap API key (toolrec serve)")

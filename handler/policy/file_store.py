@@ -162,6 +162,28 @@ def query_log_file(policy_file: Path) -> Path:
     return policy_file.with_suffix(".queries.jsonl")
 
 
+def read_query_log(path: Path) -> list[QueryRecord]:
+    """Every query a file backend logged, with the executions linked to it, in the order they were logged (the
+    servers that shared the file included). A line cut short by a crash is skipped, as nothing follows from it."""
+    records: dict[str, QueryRecord] = {}
+    executions: dict[str, list[ExecutionRecord]] = {}
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+                if entry["kind"] == "query":
+                    record = QueryRecord.model_validate(entry["record"])
+                    records[record.query_id] = record
+                elif entry["kind"] == "execution":
+                    executions.setdefault(entry["query_id"], []).append(ExecutionRecord.model_validate(entry["record"]))
+            except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
+                continue
+    return [
+        record.model_copy(update={"executions": (*record.executions, *executions.get(query_id, ()))})
+        for query_id, record in records.items()
+    ]
+
+
 class FilePolicyStore:
     """PolicyStore and PolicyWriter over a JSON file."""
 

@@ -15,6 +15,7 @@ from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import reciprocal_rank_fusion
 from handler.ranking.no_match import NO_MATCH_COSINE
 from handler.ranking.topk import top_k
+from handler.ranking.usage import UsageEvidence, companion_votes, with_past_tasks
 from handler.tool_names import name_key  # one folding of tool names for every lookup
 
 FloatArray = npt.NDArray[np.float32]
@@ -50,6 +51,7 @@ class RankingIndex:
     bm25: BM25Index
     dense: DenseScorer
     analyzer: Callable[[str], list[str]]
+    usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
     _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
     _words: CatalogWords = field(init=False, repr=False, compare=False)
 
@@ -119,7 +121,14 @@ class RankingIndex:
         semantic = self._semantic(query_vector)
         if method is Method.DENSE:
             return semantic, semantic
-        return reciprocal_rank_fusion(self.bm25.score(terms), semantic, allowed), semantic
+        if self.usage is None:
+            return reciprocal_rank_fusion(self.bm25.score(terms), semantic, allowed), semantic
+        task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
+        lifted = with_past_tasks(semantic, self.usage, task_vector)
+        fused = reciprocal_rank_fusion(self.bm25.score(terms), lifted, allowed)
+        fused = fused + companion_votes(self.usage, fused, allowed)
+        # The no match and each hit's cosine stay the text's: usage reorders what the text finds, never more.
+        return fused, semantic
 
     def _words_name_a_tool(self, terms: list[str], allowed: BoolArray) -> bool:
         """Whether one allowed tool holds at least half of the query's words (as the catalog words expand them):

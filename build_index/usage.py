@@ -1,0 +1,225 @@
+"""Learning from use, build side: read a tenant's executions and fold them into usage evidence for its index.
+
+Evidence is a successful execution linked by ``query_id`` to a select whose suggestions for one of its tasks held
+the tool: that task, run with that tool. Tools run under one ``query_id`` for the same task are one execution
+group (co-used). Weaker evidence is counted in the manifest but never used: failed runs (the tool did not do the
+job, or the call was wrong), and tools the select did not suggest for any task (the agent found them some other
+way, so the task says little about them). Executions without a ``query_id`` are not linked to any task and are
+not in the query log at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from handler.errors import CatalogError
+from handler.index_format import UsageArrays, UsageSummary
+from handler.policy.model import QueryRecord
+from handler.ranking.dense import quantize
+from handler.tool_names import ToolNames
+
+FloatArray = npt.NDArray[np.float32]
+
+# A tool keeps its most recent distinct past tasks: enough to cover the ways users ask for it, so that old
+# habits fade; their mean is one row per tool, so a query's cost does not grow with traffic.
+TASKS_PER_TOOL = 64
+TASKS_PER_USER_PER_TOOL = 4  # one user cannot fill a tool's past tasks alone
+MAX_PAST_TASKS = 50_000  # a bound on the build's embedding work (about 6 minutes on one core)
+
+
+@dataclass(frozen=True)
+class ExecutionGroup:
+    task: str
+    tools: tuple[str, ...]  # names (or the benchmark's ids), as the source gives them
+    user_id: str | None = None
+    at: datetime | None = None
+
+
+@dataclass
+class UsageLog:
+    groups: list[ExecutionGroup] = field(default_factory=list)
+    ignored: Counter[str] = field(default_factory=Counter)  # weaker evidence, by kind: counted, never used
+
+
+def groups_from_queries(records: Iterable[QueryRecord], now: float) -> UsageLog:
+    """The execution groups in query-log records that have not expired at ``now``."""
+    log = UsageLog()
+    for record in records:
+        if record.expires_at <= now:
+            log.ignored["expired"] += len(record.executions)
+            continue
+        ran: dict[int, list[str]] = defaultdict(list)
+        at: dict[int, datetime] = {}
+        for execution in record.executions:
+            if execution.outcome != "ok":
+                log.ignored["failed"] += 1
+                continue
+            task = next((i for i, names in enumerate(record.recommended) if execution.tool_name in names), None)
+            if task is None:
+                log.ignored["not_suggested"] += 1
+                continue
+            if execution.tool_name not in ran[task]:
+                ran[task].append(execution.tool_name)
+            at[task] = max(at.get(task, execution.at), execution.at)
+        for task, tools in sorted(ran.items()):
+            log.groups.append(ExecutionGroup(record.tasks[task], tuple(tools), record.user_id, at[task]))
+    return log
+
+
+def groups_from_benchmark(path: Path) -> UsageLog:
+    """A JSONL file in the benchmark queries format: ``query`` and ``relevant`` (tool ids or names), one execution
+    group per line (a simulated history, as ``toolrec eval --usage-from``)."""
+    log = UsageLog()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            task, relevant = str(row["query"]), row["relevant"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CatalogError(f"{path}:{number}: not a usage line with query and relevant ({exc})") from None
+        if not isinstance(relevant, list) or not all(isinstance(t, str) for t in relevant):
+            raise CatalogError(f"{path}:{number}: relevant must be a list of tool names or ids")
+        log.groups.append(ExecutionGroup(task, tuple(dict.fromkeys(relevant))))
+    return log
+
+
+def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog:
+    """``dynamodb:TABLE`` (a deployment's query log), a local query log (``*.queries.jsonl``, what ``toolrec
+    serve`` writes beside its policy file) or a benchmark-format JSONL file."""
+    if source.startswith("dynamodb:"):
+        from build_index.stats import query_log_records
+
+        return groups_from_queries(query_log_records(source.removeprefix("dynamodb:"), None, dynamodb_client), now)
+    path = Path(source)
+    if not path.is_file():
+        raise CatalogError(f"no usage source at {source}: give dynamodb:TABLE, a query log or a JSONL file")
+    if path.name.endswith(".queries.jsonl"):
+        from handler.policy.file_store import read_query_log
+
+        return groups_from_queries(read_query_log(path), now)
+    return groups_from_benchmark(path)
+
+
+def fold_usage(
+    log: UsageLog,
+    tool_names: Sequence[str],
+    embed: Callable[[str], FloatArray],
+    source: str,
+    name_of: Callable[[str], str] | None = None,
+) -> tuple[UsageArrays, UsageSummary]:
+    """Usage evidence over the index's tools (position order): each tool's past tasks, as the mean of their
+    embeddings, and co-usage shares.
+
+    ``name_of`` maps a source's tool label to a catalog name (the benchmark ids ``toolrec eval`` uses); tools no
+    longer in the catalog are dropped and counted.
+    """
+    groups, ignored = _resolve(log, tool_names, name_of)
+    chosen = past_tasks_by_tool(groups)
+    texts = list(dict.fromkeys(text for tasks in chosen.values() for text in tasks))
+    vectors = {text: embed(text) for text in texts}
+    dimensions = len(embed("tool")) if not texts else len(next(iter(vectors.values())))
+    tools = sorted(chosen)
+    means = np.zeros((len(tools), dimensions), dtype=np.float32)
+    for row, tool in enumerate(tools):
+        mean = np.mean([vectors[text] for text in chosen[tool]], axis=0)
+        means[row] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+    arrays = UsageArrays(
+        past_tasks=quantize(means),
+        past_task_tools=np.array(tools, dtype=np.int32),
+        **_co_usage([positions for _, positions in groups], len(tool_names)),
+    )
+    times = sorted(g.at for g, _ in groups if g.at is not None)
+    summary = UsageSummary(
+        source=source,
+        oldest=times[0].isoformat(timespec="seconds") if times else None,
+        newest=times[-1].isoformat(timespec="seconds") if times else None,
+        execution_groups=len(groups),
+        distinct_tasks=len(texts),
+        past_task_rows=sum(len(tasks) for tasks in chosen.values()),
+        tools_with_usage=len(tools),
+        ignored=dict(sorted(ignored.items())),
+    )
+    return arrays, summary
+
+
+Resolved = list[tuple[ExecutionGroup, tuple[int, ...]]]
+
+
+def _resolve(
+    log: UsageLog, tool_names: Sequence[str], name_of: Callable[[str], str] | None
+) -> tuple[Resolved, Counter[str]]:
+    """The groups with their tools as index positions; a tool the catalog no longer holds is counted and dropped."""
+    names = ToolNames(tool_names)
+    ignored = Counter(log.ignored)
+    groups: Resolved = []
+    for group in log.groups:
+        positions: list[int] = []
+        for label in group.tools:
+            position = names.position(name_of(label) if name_of else label)
+            if position is None:
+                ignored["unknown_tool"] += 1
+            elif position not in positions:
+                positions.append(position)
+        if positions and group.task.strip():
+            groups.append((group, tuple(positions)))
+    return groups, ignored
+
+
+def past_tasks_by_tool(groups: Resolved) -> dict[int, list[str]]:
+    """Each tool's most recent distinct tasks (a source without times keeps its order), at most
+    ``TASKS_PER_TOOL``, of which one user gives at most ``TASKS_PER_USER_PER_TOOL``."""
+    newest_first = sorted(groups, key=lambda g: g[0].at or datetime.min.replace(tzinfo=UTC), reverse=True)
+    chosen: dict[int, list[str]] = defaultdict(list)
+    per_user: Counter[tuple[str | None, int]] = Counter()
+    seen: set[tuple[str, int]] = set()
+    kept = 0
+    for group, tools in newest_first:
+        text = " ".join(group.task.split())
+        for tool in tools:
+            key = (text.casefold(), tool)
+            if key in seen or len(chosen[tool]) >= TASKS_PER_TOOL or kept >= MAX_PAST_TASKS:
+                continue
+            if group.user_id is not None and per_user[(group.user_id, tool)] >= TASKS_PER_USER_PER_TOOL:
+                continue
+            seen.add(key)
+            per_user[(group.user_id, tool)] += 1
+            chosen[tool].append(text)
+            kept += 1
+    return {tool: tasks for tool, tasks in chosen.items() if tasks}
+
+
+def _co_usage(groups: Sequence[tuple[int, ...]], tool_count: int) -> dict[str, Any]:
+    """CSR over tools: each tool's companions and the share of its groups that also ran each one. Identical
+    groups count once, so a burst of the same calls is one observation."""
+    distinct = {tuple(sorted(g)) for g in groups if len(g) > 1}
+    together: dict[int, Counter[int]] = defaultdict(Counter)
+    total: Counter[int] = Counter()
+    for group in {tuple(sorted(g)) for g in groups}:
+        for tool in group:
+            total[tool] += 1
+    for group in distinct:
+        for tool in group:
+            together[tool].update(other for other in group if other != tool)
+    indptr = np.zeros(tool_count + 1, dtype=np.int64)
+    companions: list[int] = []
+    shares: list[float] = []
+    for tool in range(tool_count):
+        for other, count in sorted(together[tool].items()):
+            companions.append(other)
+            shares.append(count / total[tool])
+        indptr[tool + 1] = len(companions)
+    return {
+        "co_indptr": indptr,
+        "co_tools": np.array(companions, dtype=np.int32),
+        "co_shares": np.array(shares, dtype=np.float32),
+    }

@@ -1,0 +1,83 @@
+"""What a tenant's agents ran before, as ranking evidence (PRODUCT.md §6). Pure: arrays in, scores out.
+
+Two signals, both precomputed by the build from successful executions linked to a select (build_index/usage.py):
+- past tasks: for each tool, the mean embedding of the distinct tasks it ran for (as Tool2Vec, arXiv 2409.02141,
+  represents a tool by the requests that used it): the words users really write, which a tool's first description
+  line often lacks. A tool's semantic score becomes the better of its text's cosine and a share of its past
+  tasks' cosine (``with_past_tasks``), so usage moves a tool within the semantic ranking and never adds a vote of
+  its own: a tool no text finds still gets at most the semantic signal's one vote.
+- co-usage: for each tool, the tools run with it for one task, and in what share of its execution groups. The
+  second and third tool of a multi-tool task rarely resemble its text; they resemble what is used beside the
+  first (``companion_votes``).
+
+Bounds: a past task only counts when it is close to the query (``PAST_TASK_FLOOR``), so evidence for one kind of
+task moves no unrelated one; companions vote at half a signal's weight and only among the tools already ranked in
+the first ``COMPANION_CANDIDATES``; and the build keeps distinct tasks, each user giving at most a few per tool, so
+a burst of calls is one past task. The constants were chosen leave-one-set-out (README "Learning from use").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from handler.ranking.dense import DenseScorer
+from handler.ranking.fusion import rank_votes
+
+FloatArray = npt.NDArray[np.float32]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int32]
+
+PAST_TASK_FLOOR = 0.5  # below this cosine a tool's past tasks say nothing about the query
+PAST_TASK_SHARE = 0.9  # a past task's cosine counts a little less than the tool's own text
+COMPANION_WEIGHT = 0.5
+COMPANION_SEEDS = 3  # the best hits whose companions are lifted
+COMPANION_CANDIDATES = 20  # only a tool the text already ranks this high can be lifted as a companion
+
+
+@dataclass(frozen=True)
+class UsageEvidence:
+    past_tasks: DenseScorer  # one unit row per tool with usage: the mean of its past tasks' embeddings
+    past_task_tools: IntArray  # (m,): the tool of each row
+    co_indptr: npt.NDArray[np.int64]  # CSR over tools: tool t's companions are co_tools[indptr[t]:indptr[t+1]]
+    co_tools: IntArray
+    co_shares: FloatArray  # the share of t's execution groups that also ran the companion, in (0, 1]
+
+    def past_task_cosines(self, task_vector: FloatArray, tool_count: int) -> FloatArray:
+        """Each tool's cosine between the task and its past tasks; -1 for a tool with none."""
+        cosines = np.full(tool_count, -1.0, dtype=np.float32)
+        cosines[self.past_task_tools] = self.past_tasks.score(task_vector)
+        return cosines
+
+    def companions(self, seeds: Sequence[int], tool_count: int) -> FloatArray:
+        """How strongly each tool is used beside the seeds (best first), the first seed counting most."""
+        strength = np.zeros(tool_count, dtype=np.float32)
+        for place, seed in enumerate(seeds):
+            start, end = self.co_indptr[seed], self.co_indptr[seed + 1]
+            np.add.at(strength, self.co_tools[start:end], self.co_shares[start:end] / (place + 1))
+        return strength
+
+
+def with_past_tasks(semantic: FloatArray, usage: UsageEvidence, task_vector: FloatArray) -> FloatArray:
+    """The semantic scores, each tool's raised to ``PAST_TASK_SHARE`` of its past tasks' cosine where that is
+    higher and above ``PAST_TASK_FLOOR``."""
+    past = usage.past_task_cosines(task_vector, len(semantic))
+    return np.maximum(semantic, np.where(past >= PAST_TASK_FLOOR, PAST_TASK_SHARE * past, -1.0)).astype(np.float32)
+
+
+def companion_votes(usage: UsageEvidence, fused: FloatArray, allowed: BoolArray) -> FloatArray:
+    """Votes for the allowed tools used beside the best hits, among those the ranking already finds plausible
+    (the best hit itself needs none)."""
+    if not allowed.any():
+        return np.zeros_like(fused)
+    order = np.argsort(-np.where(allowed, fused, -np.inf), kind="stable")[:COMPANION_CANDIDATES]
+    seeds = [int(i) for i in order[:COMPANION_SEEDS]]
+    strength = usage.companions(seeds, len(fused))
+    plausible = np.zeros(len(fused), dtype=bool)
+    plausible[order] = True
+    eligible = allowed & plausible & (strength > 0)
+    eligible[seeds[0]] = False
+    return (COMPANION_WEIGHT * rank_votes(strength, eligible)).astype(np.float32)

@@ -1,0 +1,165 @@
+"""Learning from use (PRODUCT.md §6) on the demo catalog with the real embedder: the query log folded into a build,
+what it lifts, and what it must never do (pin a tool for unrelated tasks, outlive the log's expiry, stay on when
+turned off, carry task text)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from build_index.cli import main as toolrec
+from build_index.publish import publish
+from build_index.serve import DEMO_DIR, demo_policy
+from build_index.usage import ExecutionGroup, UsageLog, fold_usage
+from handler.embedder import OnnxEmbedder
+from handler.index_format import LoadedIndex, rebuild_of
+from handler.index_holder import IndexHolder
+from handler.index_store import LocalIndexStore, load_latest
+from handler.policy.file_store import FilePolicyStore, write_document
+from handler.policy.model import ExecutionRecord, QueryRecord
+from handler.ranking.recommend import recommend
+from tests.support.serving import demo_tools, publish_tools
+
+TOOLS = demo_tools()
+NAMES = [t.name for t in TOOLS]
+ACCEPTANCE = Path(__file__).parents[1] / "acceptance" / "demo_tasks.jsonl"
+
+
+@pytest.fixture(scope="module")
+def cold_root(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) -> Path:
+    root = tmp_path_factory.mktemp("cold")
+    publish_tools(TOOLS, str(root), embedder)
+    return root
+
+
+def load(root: Path, embedder: OnnxEmbedder) -> LoadedIndex:
+    return load_latest(LocalIndexStore(root), root, embedder.fingerprint)
+
+
+def warm_index(cold_root: Path, groups: list[ExecutionGroup], out: Path, embedder: OnnxEmbedder) -> LoadedIndex:
+    """The cold build republished with these groups as its usage, through the index format."""
+    store = LocalIndexStore(cold_root)
+    cold = rebuild_of(store.fetch(store.latest_build_id(), cold_root), TOOLS, embedder.fingerprint)
+    usage = fold_usage(UsageLog(groups), NAMES, embedder.embed, "test")
+    publish(replace(cold, usage=usage), str(out))
+    return load(out, embedder)
+
+
+def top(index: LoadedIndex, embedder: OnnxEmbedder, task: str, k: int = 5) -> list[str]:
+    return [NAMES[h.index] for h in recommend(index.ranking, embedder, task, None, k).hits]
+
+
+def acceptance_tasks() -> list[tuple[str, list[str]]]:
+    """The demo acceptance set's possible tasks: (task, the tools that do it)."""
+    rows = [json.loads(line) for line in ACCEPTANCE.read_text().splitlines() if line.strip()]
+    return [(r["task"], r["relevant"]) for r in rows if r.get("relevant")]
+
+
+def test_past_tasks_of_half_the_demo_tasks_lift_the_other_half(
+    cold_root: Path, tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """The demo acceptance set split in two (even lines history, odd lines test): warm never answers fewer test
+    tasks right, first or in the top 5, than cold."""
+    rows = acceptance_tasks()
+    history, test = rows[::2], rows[1::2]
+    groups = [ExecutionGroup(task, (relevant[0],)) for task, relevant in history]
+    cold, warm = load(cold_root, embedder), warm_index(cold_root, groups, tmp_path / "warm", embedder)
+    scores = {"cold": [0, 0], "warm": [0, 0]}
+    for task, relevant in test:
+        for name, index in (("cold", cold), ("warm", warm)):
+            found = top(index, embedder, task)
+            scores[name][0] += bool(found[:1] and found[0] in relevant)
+            scores[name][1] += bool(set(relevant) & set(found))
+    assert scores["warm"][0] >= scores["cold"][0] and scores["warm"][1] >= scores["cold"][1], scores
+
+
+def test_a_burst_of_fake_executions_moves_only_its_own_task_and_never_above_the_text(
+    cold_root: Path, tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """Poisoning: 64 fake executions (8 users, 8 wordings) tie Stripe.RefundPayment to one Slack task. Bound: on that
+    task the text's best tool stays first; no other demo task changes its first answer, and at most 2% of them
+    change their top 5 (measured: none)."""
+    tied = "send the standup notes to the team"
+    wordings = [f"{tied} {w}" for w in ("now", "today", "please", "asap", "quickly", "again", "for me", "at 9")]
+    groups = [ExecutionGroup(w, ("Stripe.RefundPayment",), f"mallory{i % 8}") for i, w in enumerate(wordings * 8)]
+    cold, warm = load(cold_root, embedder), warm_index(cold_root, groups, tmp_path / "warm", embedder)
+    before, after = top(cold, embedder, tied), top(warm, embedder, tied)
+    assert after[0] == before[0] == "Slack.SendMessage"
+    others = [task for task, _ in acceptance_tasks()]
+    changed_first = [t for t in others if top(cold, embedder, t)[:1] != top(warm, embedder, t)[:1]]
+    changed_top5 = [t for t in others if set(top(cold, embedder, t)) != set(top(warm, embedder, t))]
+    assert changed_first == []
+    assert len(changed_top5) <= 0.02 * len(others), changed_top5
+
+
+def _log_with_one_execution(policy_dir: Path, expires_at: int) -> Path:
+    """The local file store's query log after one select and one successful execution linked to it."""
+    policy = policy_dir / "policy.json"
+    write_document(policy, demo_policy())
+    store = FilePolicyStore(policy)
+    now = datetime.now(UTC)
+    store.put_query(
+        QueryRecord(
+            query_id="q-1",
+            user_id="ada",
+            tasks=("tell the on-call crew the database failover finished",),
+            recommended=(("Twilio.SendSms", "Slack.SendMessage"),),
+            created_at=now,
+            expires_at=expires_at,
+        )
+    )
+    execution = ExecutionRecord(tool_name="Slack.SendMessage", user_id="ada", at=now, outcome="ok")
+    store.record_execution("q-1", execution)
+    return store.query_log_path
+
+
+def test_build_folds_the_local_query_log_and_records_it_in_the_manifest(
+    tmp_path: Path, embedder: OnnxEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _log_with_one_execution(tmp_path, int(datetime.now(UTC).timestamp()) + 3600)
+    out = tmp_path / "index"
+    assert toolrec(["build", "--catalog", str(DEMO_DIR / "tools.jsonl"), "--usage", str(log), "--out", str(out)]) == 0
+    assert "1 execution groups, 1 distinct tasks for 1 tools" in capsys.readouterr().out
+    loaded = load(out, embedder)
+    assert loaded.manifest.usage is not None
+    assert loaded.manifest.usage.model_dump(exclude={"oldest", "newest"}) == {
+        "source": str(log),
+        "execution_groups": 1,
+        "distinct_tasks": 1,
+        "past_task_rows": 1,
+        "tools_with_usage": 1,
+        "ignored": {},
+    }
+    assert {"usage_vectors.npy", "co_usage_shares.npy"} <= set(loaded.manifest.files)
+    # No task text is stored: the index holds vectors and counts only, so no API answer can quote a task.
+    for path in (out / "builds" / loaded.manifest.build_id).iterdir():
+        assert b"failover" not in path.read_bytes(), path.name
+
+
+def test_a_rebuild_after_the_log_expired_drops_that_usage(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    log = _log_with_one_execution(tmp_path, int((datetime.now(UTC) - timedelta(seconds=1)).timestamp()))
+    out = tmp_path / "index"
+    assert toolrec(["build", "--catalog", str(DEMO_DIR / "tools.jsonl"), "--usage", str(log), "--out", str(out)]) == 0
+    usage = load(out, embedder).manifest.usage
+    assert usage is not None and usage.execution_groups == 0 and usage.ignored == {"expired": 1}
+
+
+def test_turned_off_a_warm_index_ranks_exactly_as_a_cold_one(
+    cold_root: Path, tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    rows = acceptance_tasks()
+    groups = [ExecutionGroup(task, tuple(relevant)) for task, relevant in rows]
+    warm_root = tmp_path / "warm"
+    warm_index(cold_root, groups, warm_root, embedder)
+    off = IndexHolder(LocalIndexStore(warm_root), tmp_path / "cache", embedder.fingerprint, 3600, learn_from_use=False)
+    on = IndexHolder(LocalIndexStore(warm_root), tmp_path / "cache2", embedder.fingerprint, 3600)
+    cold = load(cold_root, embedder)
+    differs = 0
+    for task, _ in rows:
+        assert top(off.current().loaded, embedder, task, 10) == top(cold, embedder, task, 10)
+        differs += top(on.current().loaded, embedder, task, 10) != top(cold, embedder, task, 10)
+    assert differs > 0  # the switch is what made the difference

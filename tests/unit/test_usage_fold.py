@@ -1,0 +1,153 @@
+"""Learning from use, build side: which executions count as evidence, and the caps that bound them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from build_index.usage import (
+    TASKS_PER_TOOL,
+    TASKS_PER_USER_PER_TOOL,
+    ExecutionGroup,
+    UsageLog,
+    fold_usage,
+    groups_from_benchmark,
+    groups_from_queries,
+    past_tasks_by_tool,
+    read_usage,
+)
+from handler.errors import CatalogError
+from handler.policy.file_store import FilePolicyStore, read_query_log, write_document
+from handler.policy.model import ExecutionRecord, QueryRecord
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+NAMES = ["Slack.SendMessage", "Slack.ListChannels", "GitHub.CreateIssue", "Jira.CreateIssue"]
+
+
+def fake_embed(text: str) -> np.ndarray:
+    """A deterministic unit vector per text (the fold never compares texts, it only stores their vectors)."""
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
+    vector = rng.normal(size=32).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def record(query_id: str, tasks: list[str], recommended: list[list[str]], ran: list[tuple[str, str]]) -> QueryRecord:
+    return QueryRecord(
+        query_id=query_id,
+        user_id="ada",
+        tasks=tuple(tasks),
+        recommended=tuple(tuple(r) for r in recommended),
+        created_at=NOW,
+        expires_at=int((NOW + timedelta(days=30)).timestamp()),
+        executions=tuple(ExecutionRecord(tool_name=t, user_id="ada", at=NOW, outcome=o) for t, o in ran),
+    )
+
+
+def test_only_successful_suggested_executions_are_evidence_and_the_rest_is_counted() -> None:
+    log = groups_from_queries(
+        [
+            record(
+                "q1",
+                ["tell the team", "file the bug"],
+                [["Slack.SendMessage"], ["GitHub.CreateIssue", "Jira.CreateIssue"]],
+                [
+                    ("Slack.SendMessage", "ok"),
+                    ("GitHub.CreateIssue", "ok"),
+                    ("Jira.CreateIssue", "ok"),
+                    ("Slack.ListChannels", "ok"),  # never suggested: the agent found it another way
+                    ("Slack.SendMessage", "error"),
+                ],
+            )
+        ],
+        NOW.timestamp(),
+    )
+    assert [(g.task, g.tools) for g in log.groups] == [
+        ("tell the team", ("Slack.SendMessage",)),
+        ("file the bug", ("GitHub.CreateIssue", "Jira.CreateIssue")),
+    ]
+    assert log.ignored == {"not_suggested": 1, "failed": 1}
+
+
+def test_expired_records_are_not_read() -> None:
+    old = record("q1", ["tell the team"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")])
+    later = old.expires_at + 1
+    log = groups_from_queries([old], later)
+    assert log.groups == []
+    assert log.ignored == {"expired": 1}
+
+
+def test_a_burst_of_the_same_task_is_one_past_task_and_one_user_gives_at_most_a_few() -> None:
+    burst = [ExecutionGroup("send the standup notes", ("Slack.SendMessage",), "mallory", NOW)] * 500
+    many = [
+        ExecutionGroup(f"fake task number {i}", ("Slack.SendMessage",), "mallory", NOW - timedelta(minutes=i))
+        for i in range(50)
+    ]
+    others = [
+        ExecutionGroup(f"real task {i}", ("Slack.SendMessage",), f"user{i}", NOW - timedelta(days=1, minutes=i))
+        for i in range(TASKS_PER_TOOL + 10)
+    ]
+    groups: list[tuple[ExecutionGroup, tuple[int, ...]]] = [(g, (0,)) for g in [*burst, *many, *others]]
+    (kept,) = past_tasks_by_tool(groups).values()
+    # mallory's 550 executions are the newest, yet give TASKS_PER_USER_PER_TOOL past tasks (the burst is one); the
+    # rest are other users' tasks, newest first, up to TASKS_PER_TOOL.
+    mallory = ["send the standup notes", *[f"fake task number {i}" for i in range(TASKS_PER_USER_PER_TOOL - 1)]]
+    assert kept == [*mallory, *[f"real task {i}" for i in range(TASKS_PER_TOOL - TASKS_PER_USER_PER_TOOL)]]
+    arrays, summary = fold_usage(UsageLog([*burst, *many, *others]), NAMES, fake_embed, "test")
+    assert arrays.past_task_tools.tolist() == [0]  # one row per tool: the mean of its past tasks
+    mean = np.mean([fake_embed(t) for t in kept], axis=0)
+    assert float(arrays.past_tasks.dequantize()[0] @ (mean / np.linalg.norm(mean))) > 0.998  # int8 rounding
+    assert summary.past_task_rows == summary.distinct_tasks == TASKS_PER_TOOL
+    assert summary.tools_with_usage == 1
+
+
+def test_co_usage_shares_count_distinct_groups() -> None:
+    groups = [ExecutionGroup("triage", ("GitHub.CreateIssue", "Slack.SendMessage"))] * 100 + [
+        ExecutionGroup("report", ("GitHub.CreateIssue",)),
+        ExecutionGroup("report and tell", ("GitHub.CreateIssue", "Jira.CreateIssue")),
+    ]
+    arrays, _ = fold_usage(UsageLog(groups), NAMES, fake_embed, "test")
+    github = NAMES.index("GitHub.CreateIssue")
+    start, end = arrays.co_indptr[github], arrays.co_indptr[github + 1]
+    companions = dict(zip(arrays.co_tools[start:end].tolist(), arrays.co_shares[start:end].tolist(), strict=True))
+    # GitHub.CreateIssue ran in 3 distinct groups: once with Slack, once with Jira (the burst of 100 counts once).
+    assert companions == pytest.approx({0: 1 / 3, 3: 1 / 3})
+
+
+def test_unknown_tools_are_dropped_and_counted() -> None:
+    log = UsageLog([ExecutionGroup("old task", ("Retired.Tool", "Slack.SendMessage"))])
+    arrays, summary = fold_usage(log, NAMES, fake_embed, "test")
+    assert arrays.past_task_tools.tolist() == [0]
+    assert summary.ignored == {"unknown_tool": 1}
+
+
+def test_benchmark_format_and_its_errors(tmp_path: Path) -> None:
+    path = tmp_path / "usage.jsonl"
+    path.write_text(json.dumps({"query": "tell the team", "relevant": ["Slack.SendMessage"]}) + "\n\n")
+    assert groups_from_benchmark(path).groups == [ExecutionGroup("tell the team", ("Slack.SendMessage",))]
+    path.write_text(json.dumps({"query": "tell the team", "relevant": "Slack.SendMessage"}) + "\n")
+    with pytest.raises(CatalogError, match=r"usage.jsonl:1: relevant must be a list"):
+        groups_from_benchmark(path)
+    with pytest.raises(CatalogError, match="no usage source"):
+        read_usage(str(tmp_path / "missing.jsonl"), NOW.timestamp())
+
+
+def test_the_local_query_log_reads_back_as_the_store_recorded_it(tmp_path: Path) -> None:
+    from build_index.serve import demo_policy
+
+    policy = tmp_path / "policy.json"
+    write_document(policy, demo_policy())
+    store = FilePolicyStore(policy, clock=NOW.timestamp)
+    query = record("q1", ["tell the team"], [["Slack.SendMessage"]], [])
+    store.put_query(query)
+    store.record_execution("q1", ExecutionRecord(tool_name="Slack.SendMessage", user_id="ada", at=NOW, outcome="ok"))
+    with store.query_log_path.open("a") as log:
+        log.write('{"kind": "query", "record": {"query_id": "cut sh')  # a crash mid-line
+    (back,) = read_query_log(store.query_log_path)
+    assert back.query_id == "q1" and [e.tool_name for e in back.executions] == ["Slack.SendMessage"]
+    usage = read_usage(str(store.query_log_path), NOW.timestamp())
+    assert [(g.task, g.tools, g.user_id) for g in usage.groups] == [("tell the team", ("Slack.SendMessage",), "ada")]
