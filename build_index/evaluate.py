@@ -12,7 +12,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,10 @@ from build_index.metrics import completeness, ndcg, recall
 from build_index.publish import publish
 from build_index.reference_bm25 import ReferenceBM25, reference_text
 from build_index.training_split import TRAINING_SETS, unseen_by_model
+from build_index.usage import ExecutionGroup, UsageLog, fold_usage
 from handler.catalog import _VERSION_SUFFIX, Tool
 from handler.embedder import Embedder
-from handler.index_format import LoadedIndex
+from handler.index_format import LoadedIndex, rebuild_of
 from handler.index_store import LocalIndexStore, load_latest
 from handler.ranking.no_match import NO_MATCH_COSINE, calibrate
 from handler.ranking.recommend import recommend
@@ -120,8 +121,11 @@ def benchmark_queries(bench_dir: Path, with_instruction: bool) -> list[Query]:
     return queries
 
 
-def cached_index(bench_dir: Path, embedder: Embedder, model_id: str, cache: Path = EVAL_CACHE) -> LoadedIndex:
-    """Build the set's index once per (tools file, model, code version of the index text) and reuse it."""
+def cached_index(
+    bench_dir: Path, embedder: Embedder, model_id: str, cache: Path = EVAL_CACHE, usage: UsageLog | None = None
+) -> LoadedIndex:
+    """Build the set's index once per (tools file, model, code version of the index text) and reuse it; with
+    ``usage`` (groups of the set's tool ids), that index republished with the usage folded in."""
     from handler.index_format import SCHEMA_VERSION
     from handler.ranking import analyzer, text
 
@@ -134,10 +138,27 @@ def cached_index(bench_dir: Path, embedder: Embedder, model_id: str, cache: Path
     digest.update(EVAL_TOOLS_VERSION.encode())
     root = cache / f"{bench_dir.name}-{digest.hexdigest()[:16]}"
     store = LocalIndexStore(root)
+    ids, tools = benchmark_tools(bench_dir)
+    tools = distinct_names(tools)
     if not (root / "LATEST").is_file():
-        _, tools = benchmark_tools(bench_dir)
-        publish(build_index(distinct_names(tools), embedder, model_id), str(root))
-    return load_latest(store, root, embedder.fingerprint)
+        publish(build_index(tools, embedder, model_id), str(root))
+    if usage is None:
+        return load_latest(store, root, embedder.fingerprint)
+    cold = store.fetch(store.latest_build_id(), root)
+    warm = cache / f"{root.name}-usage-{_usage_digest(usage, cold.name)}"
+    if not (warm / "LATEST").is_file():
+        names = dict(zip(ids, (t.name for t in tools), strict=True))
+        evidence = fold_usage(usage, [t.name for t in tools], embedder.embed, "eval", name_of=lambda i: names.get(i, i))
+        publish(replace(rebuild_of(cold, tools, embedder.fingerprint), usage=evidence), str(warm))
+    return load_latest(LocalIndexStore(warm), warm, embedder.fingerprint)
+
+
+def _usage_digest(usage: UsageLog, cold_build: str) -> str:
+    digest = hashlib.sha256(cold_build.encode())
+    for group in usage.groups:
+        digest.update(json.dumps([group.task, group.tools]).encode())
+    digest.update(Path(__file__).with_name("usage.py").read_bytes())  # the folding decides what is indexed
+    return digest.hexdigest()[:16]
 
 
 def evaluate(
@@ -149,16 +170,21 @@ def evaluate(
     no_match_against: Sequence[Path] = (),
     cache: Path = EVAL_CACHE,
     no_match_cosine: float | None = NO_MATCH_COSINE,
+    usage: UsageLog | None = None,
+    queries: Sequence[Query] | None = None,
 ) -> dict[str, Any]:
     """Answer every query of the set as select answers a task (``recommend``: the no match applied, at
     ``top_k`` 10, whose first 5 are what ``top_k`` 5 returns), beside the reference BM25 and the product's own
     BM25 in the same run; with ``no_match_against``, also run those sets' queries (tools this catalog does not
-    hold) and report how often each kind is answered "no match"."""
+    hold) and report how often each kind is answered "no match". With ``usage``, the index holds that history;
+    with ``queries``, only those of the set's queries are answered."""
     ids, tools = benchmark_tools(bench_dir)
-    index = cached_index(bench_dir, embedder, model_id, cache)
+    index = cached_index(bench_dir, embedder, model_id, cache, usage)
     reference = ReferenceBM25([reference_text(t.name, t.description) for t in _raw_names(bench_dir, tools)])
     # A training set's queries about tools the model trained on would flatter it: only the held-out ones count.
-    queries = [q for q in benchmark_queries(bench_dir, with_instruction) if unseen_by_model(bench_dir.name, q.groups)]
+    if queries is None:
+        queries = benchmark_queries(bench_dir, with_instruction)
+    queries = [q for q in queries if unseen_by_model(bench_dir.name, q.groups)]
     overall, own_bm25, baseline = Scores(), Scores(), Scores()
     per_subset: dict[str, Scores] = defaultdict(Scores)
     latencies = []
@@ -190,6 +216,7 @@ def evaluate(
         "median_latency_ms": round(1000 * statistics.median(latencies), 3) if latencies else None,
         "no_match_cosine": no_match_cosine,
         "no_match_false_rate": round(100.0 * refused / len(queries), 2) if queries else None,
+        "usage": None if index.manifest.usage is None else index.manifest.usage.model_dump(),
     }
     if no_match_against:
         result["no_match_true_rate"] = off_catalog_refusals(index, embedder, method, no_match_against, no_match_cosine)
@@ -197,6 +224,37 @@ def evaluate(
         name: {"queries": s.queries, **s.as_percentages()} for name, s in sorted(per_subset.items())
     }
     return result
+
+
+def in_history(query_id: str, share: float) -> bool:
+    """A fixed split of a set's queries by a hash of their id: the same queries are history in every run."""
+    return int(hashlib.sha256(query_id.encode()).hexdigest()[:8], 16) / 2**32 < share
+
+
+def usage_from_queries(queries: Sequence[Query]) -> UsageLog:
+    """Queries as executions: each query once, with the first tool of each of its relevant groups."""
+    return UsageLog([ExecutionGroup(q.text, tuple(g[0] for g in q.groups if g)) for q in queries])
+
+
+def evaluate_usage_split(
+    bench_dir: Path, share: float, embedder: Embedder, model_id: str, **options: Any
+) -> dict[str, Any]:
+    """Cold (no usage) and warm (the ``share`` of queries in history as executions) on the same other queries.
+    Test queries whose every tool ran in the history are labelled ``history=all tools seen``."""
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"--usage-split takes a share between 0 and 1, not {share}")
+    queries = benchmark_queries(bench_dir, with_instruction=bool(options.get("with_instruction")))
+    history = [q for q in queries if in_history(q.id, share)]
+    log = usage_from_queries(history)
+    seen = {tool for group in log.groups for tool in group.tools}
+    test = [
+        replace(q, labels={**q.labels, "history": "all tools seen" if all(seen & set(g) for g in q.groups) else "new"})
+        for q in queries
+        if not in_history(q.id, share)
+    ]
+    cold = evaluate(bench_dir, embedder, model_id, queries=test, **options)
+    warm = evaluate(bench_dir, embedder, model_id, usage=log, queries=test, **options)
+    return {"set": bench_dir.name, "usage_split": share, "history_queries": len(history), "cold": cold, "warm": warm}
 
 
 def gap_closed(score: float, baseline: float) -> float:
@@ -310,3 +368,28 @@ def format_report(result: dict[str, Any]) -> str:
     for name, row in result["per_subset"].items():
         lines.append(f"{name[:33]:<34}{row['queries']:>8}" + "".join(f"{row[c]:>11.2f}" for c in columns))
     return "\n".join(lines)
+
+
+def format_split_report(split: dict[str, Any]) -> str:
+    """Cold and warm side by side for one set, then each run's own report."""
+    cold, warm = split["cold"], split["warm"]
+    columns = ("c@5", "c@10", "ndcg@10")
+    lines = [
+        f"{split['set']}: {split['history_queries']} queries as history ({split['usage_split']:.0%} by id hash), "
+        f"{cold['queries']} scored cold and warm",
+        f"{'':<34}{'queries':>8}" + "".join(f"{c:>11}" for c in columns) + f"{'gap closed':>12}",
+    ]
+    for name, run in (("cold (no usage)", cold), ("warm (usage of the history)", warm)):
+        lines.append(
+            f"{name:<34}{run['queries']:>8}"
+            + "".join(f"{run[c]:>11.2f}" for c in columns)
+            + f"{run['gap_closed_reference']:>11.1f}%"
+        )
+    for label in sorted(set(cold["per_subset"]) & set(warm["per_subset"])):
+        if label.startswith("history="):
+            c, w = cold["per_subset"][label], warm["per_subset"][label]
+            lines.append(
+                f"{label[:33]:<34}{c['queries']:>8}  C@10 {c['c@10']:.2f} -> {w['c@10']:.2f}: "
+                f"{gap_closed(w['c@10'], c['c@10'])}% of cold's misses recovered"
+            )
+    return "\n".join([*lines, "", format_report(cold), "", format_report(warm)])
