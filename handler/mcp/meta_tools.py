@@ -70,6 +70,9 @@ def meta_tool_of(namespace: str, name: str) -> str | None:
     return None
 
 
+PINNED_INSTRUCTION = "The other tools listed here are always available: call them directly."
+
+
 def instructions(namespace: str) -> str:
     select, use = mcp_name(namespace, SELECT), mcp_name(namespace, USE)
     return (
