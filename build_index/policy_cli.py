@@ -54,10 +54,36 @@ def tables(args: argparse.Namespace) -> Any:
 def _gateway_put(args: argparse.Namespace, store: Any) -> str:
     from handler.policy.model import Gateway
 
-    store.put_gateway(
-        Gateway(gateway_id=args.gateway_id, allowed=tuple(args.allow), recommendation=args.recommendation)
+    gateway = Gateway(
+        gateway_id=args.gateway_id, allowed=tuple(args.allow), recommendation=args.recommendation, pinned=args.pin
     )
-    return f"gateway {args.gateway_id} allows {', '.join(args.allow) or 'nothing'}"
+    if gateway.pinned:
+        gateway = _catalog_pins(gateway, args.index)
+    store.put_gateway(gateway)
+    pins = f"; pins {', '.join(gateway.pinned)}" if gateway.pinned else ""
+    return f"gateway {args.gateway_id} allows {', '.join(args.allow) or 'nothing'}{pins}"
+
+
+def _catalog_pins(gateway: Any, location: str | None) -> Any:
+    """Refuse a pin the served catalog lacks or the gateway does not allow; keep each under its catalog name."""
+    import tempfile
+
+    from handler.errors import CatalogError
+    from handler.index_store import latest_tools, open_store
+    from handler.services.access import Pins
+    from handler.services.tool_table import ToolTable
+    from handler.settings import ENV_PREFIX
+
+    location = location or os.environ.get(f"{ENV_PREFIX}INDEX_LOCATION")
+    if not location:
+        raise SystemExit("toolrec policy gateway put --pin needs --index (or $TOOLREC_INDEX_LOCATION) to check pins")
+    with tempfile.TemporaryDirectory() as cache:
+        table = ToolTable.of(latest_tools(open_store(location), Path(cache)))
+    pins = Pins.of(table, gateway.pinned, table.mask(gateway.allowed))
+    problem = pins.problem(gateway.gateway_id)
+    if problem is not None:
+        raise CatalogError(f"{problem} (catalog of {location})")
+    return gateway.model_copy(update={"pinned": tuple(table.names[i] for i in pins.positions)})
 
 
 def _gateway_delete(args: argparse.Namespace, store: Any) -> str:
@@ -156,6 +182,8 @@ def _access_parsers(kinds: Any) -> None:
     put.add_argument("gateway_id")
     put.add_argument("--allow", nargs="*", default=[], help="'*', 'App.*' or exact tool names")
     put.add_argument("--recommendation", choices=["on", "off", "auto"], default="auto")
+    put.add_argument("--pin", nargs="*", default=[], help="exact tool names always listed beside the meta-tools")
+    put.add_argument("--index", help="with --pin: the index the pins are checked against ($TOOLREC_INDEX_LOCATION)")
     _action(gateway, "delete", _gateway_delete, "delete a gateway").add_argument("gateway_id")
 
     rule = _verbs(kinds, "rule", "user access rules (deny wins; no allow rule means no tools)")

@@ -211,23 +211,41 @@ def expected_files(schema_version: int, with_usage: bool = False) -> frozenset[s
     return frozenset({f"{name}.npy" for name in arrays} | record_files | {VOCABULARY})
 
 
-def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
-    """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
+def _manifest_of(directory: Path) -> Manifest:
     manifest_path = directory / MANIFEST
     if not manifest_path.is_file():
         raise IntegrityError(f"no {MANIFEST} in {directory}")
-    manifest = read_manifest(manifest_path.read_bytes())
-    if manifest.model.fingerprint != model_fingerprint:
-        raise IntegrityError(
-            f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
-            f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
-        )
+    return read_manifest(manifest_path.read_bytes())
+
+
+def _verify(directory: Path, manifest: Manifest, names: frozenset[str] | None = None) -> None:
+    """Refuse the build unless the files its manifest lists (or ``names`` of them) match their sha256."""
     for name, digest in manifest.files.items():
+        if names is not None and name not in names:
+            continue
         path = directory / name
         if not path.is_file():
             raise IntegrityError(f"index {manifest.build_id} is missing {name}")
         if sha256_file(path) != digest:
             raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
+
+
+def load_tool_records(directory: Path) -> ToolRecords:
+    """Only a build's tool records, verified: what checking names against the catalog needs, without the model."""
+    manifest = _manifest_of(directory)
+    _verify(directory, manifest, frozenset({TOOLS, TOOL_KEYS, TOOLS_V1}))
+    return _tool_records(directory, manifest.schema_version)
+
+
+def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
+    """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
+    manifest = _manifest_of(directory)
+    if manifest.model.fingerprint != model_fingerprint:
+        raise IntegrityError(
+            f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
+            f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
+        )
+    _verify(directory, manifest)
     arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
     tools = _tool_records(directory, manifest.schema_version)
     if len(tools) != manifest.tool_count:

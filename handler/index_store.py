@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
-from handler.index_format import BUILDS, LATEST, MANIFEST, LoadedIndex, load_build, read_manifest
+from handler.index_format import BUILDS, LATEST, MANIFEST, LoadedIndex, load_build, load_tool_records, read_manifest
+from handler.tool_records import ToolRecords
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -134,3 +135,8 @@ def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str) -> L
         if directory.is_relative_to(cache_dir):
             shutil.rmtree(directory, ignore_errors=True)
         raise
+
+
+def latest_tools(store: IndexStore, cache_dir: Path) -> ToolRecords:
+    """The tool records of the build ``LATEST`` names, verified, without the model: a catalog to check names against."""
+    return load_tool_records(store.fetch(store.latest_build_id(), cache_dir))

@@ -1,15 +1,18 @@
 """A gateway as an MCP tool host: what ``tools/list`` shows and what ``tools/call`` runs, for one user, one request.
 
-Recommendation ``on`` lists the three meta-tools; ``off`` lists the gateway's tools themselves; ``auto`` is ``off``
-while the gateway allows fewer than AUTO_THRESHOLD tools. Either way the same services decide what the user may
-use: recommendation changes the listing, never the policy (PRODUCT.md §3).
+Recommendation ``on`` lists the three meta-tools and the gateway's pinned tools; ``off`` lists the gateway's tools
+themselves; ``auto`` is ``off`` while the gateway allows fewer than AUTO_THRESHOLD tools besides its pins (those are
+listed either way, so only the others weigh on the choice). Either way the same services decide what the user may
+use: recommendation changes the listing, never the policy (PRODUCT.md §3, §7).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import anyio.to_thread
@@ -29,21 +32,28 @@ from handler.index_holder import ServingIndex
 from handler.mcp import meta_tools
 from handler.mcp.meta_tools import LIST_APPS, SELECT, USE
 from handler.policy.model import Gateway, Principal
-from handler.services.access import count
+from handler.services.access import Pins, count
 from handler.services.container import Services
 
+log = logging.getLogger(__name__)
 AUTO_THRESHOLD = 25  # a static list is cheaper than a lookup below roughly 25 tools (PRODUCT.md §3)
 
 
-def recommends(recommendation: str, allowed_tools: int) -> bool:
+def recommends(recommendation: str, allowed_tools: int, pinned_tools: int = 0) -> bool:
     if recommendation == "auto":
-        return allowed_tools >= AUTO_THRESHOLD
+        return allowed_tools - pinned_tools >= AUTO_THRESHOLD
     return recommendation == "on"
 
 
 def listed_name(tool_name: str) -> str:
     """``Slack.SendMessage`` → ``Slack_SendMessage``: many MCP clients refuse dots in tool names."""
     return tool_name.replace(".", "_")
+
+
+def listed_tool(tool: Tool) -> types.Tool:
+    """A catalog tool as ``tools/list`` shows it: built from the build's record alone, so a listing is the same
+    on every request of one build (a client's prompt cache keys on it)."""
+    return types.Tool(name=listed_name(tool.name), description=tool.description, input_schema=tool.input_schema)
 
 
 def text_result(structured: dict[str, Any], is_error: bool = False) -> types.CallToolResult:
@@ -65,6 +75,7 @@ class GatewayHost:
     user_id: str
     index: ServingIndex | None  # None while no index is loaded: the meta-tools still answer ("unavailable")
     recommending: bool
+    pinned: tuple[int, ...] = ()  # the gateway's pins this build holds, in order (the user's rules not yet applied)
 
     @property
     def namespace(self) -> str:
@@ -72,21 +83,27 @@ class GatewayHost:
 
     @property
     def instructions(self) -> str | None:
-        return meta_tools.instructions(self.namespace) if self.recommending else None
+        if not self.recommending:
+            return None
+        text = meta_tools.instructions(self.namespace)
+        return f"{text} {meta_tools.PINNED_INSTRUCTION}" if self.pinned else text
 
     async def list_tools(self) -> list[types.Tool]:
         if self.recommending:
-            return meta_tools.meta_tools(self.namespace)
-        return [
-            types.Tool(name=listed_name(t.name), description=t.description, input_schema=t.input_schema)
-            for t in await anyio.to_thread.run_sync(self._usable_tools)
-        ]
+            pinned = await anyio.to_thread.run_sync(self._usable_pins) if self.pinned else []
+            return [*meta_tools.meta_tools(self.namespace), *(listed_tool(t) for t in pinned)]
+        return [listed_tool(t) for t in await anyio.to_thread.run_sync(self._usable_tools)]
 
     def _usable_tools(self) -> list[Tool]:
         if self.index is None:
             raise ServiceUnavailableError("no tool index is loaded yet; retry shortly")
         mask = self.services.access.allowed_mask(self.index.table, self.user_id, self.gateway)
         return [self.index.table.tools[i] for i in np.flatnonzero(mask).tolist()]
+
+    def _usable_pins(self) -> list[Tool]:
+        assert self.index is not None  # pins are resolved against a loaded build only
+        table = self.index.table
+        return [table.tools[i] for i in self.services.access.listed_pins(table, self.user_id, self.gateway)]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         meta = meta_tools.meta_tool_of(self.namespace, name)
@@ -237,6 +254,21 @@ def open_host(
     if index is None:
         # Without an index `auto` cannot count; the meta-tools are the listing that needs none.
         recommending = gateway.recommendation != "off"
-    else:
-        recommending = recommends(gateway.recommendation, count(index.table.mask(gateway.allowed)))
-    return GatewayHost(services, executions, principal, gateway, user_id, index, recommending)
+        return GatewayHost(services, executions, principal, gateway, user_id, index, recommending)
+    in_gateway = index.table.mask(gateway.allowed)
+    pins = Pins.of(index.table, gateway.pinned, in_gateway)
+    if pins.missing or pins.outside:
+        _log_unlisted_pins(index.build_id, gateway.gateway_id, pins.missing, pins.outside)
+    recommending = recommends(gateway.recommendation, count(in_gateway), len(pins.positions))
+    return GatewayHost(services, executions, principal, gateway, user_id, index, recommending, pins.positions)
+
+
+@lru_cache(maxsize=256)  # once per build and gateway configuration, not on every request of a warm instance
+def _log_unlisted_pins(build_id: str, gateway_id: str, missing: tuple[str, ...], outside: tuple[str, ...]) -> None:
+    log.warning(
+        "gateway %s: pinned tools not listed with build %s (not in it: %s; not allowed by the gateway: %s)",
+        gateway_id,
+        build_id,
+        ", ".join(missing) or "none",
+        ", ".join(outside) or "none",
+    )

@@ -19,6 +19,8 @@ from handler.execute.service import InputInvalidError
 
 SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
 TOOLS_PER_TASK = 5
+# Added to the instructions of a gateway that pins tools (PRODUCT.md §7): those are listed and called as themselves.
+PINNED_INSTRUCTION = "The other tools listed here are always available: call them directly."
 # The limits are defined once, for REST and MCP, in handler/api/schemas.py (issue 15 item 7).
 ID_MAX_CHARS: int = get_args(Identifier)[1].max_length  # REST's limit on tool names and query ids
 

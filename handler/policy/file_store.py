@@ -3,7 +3,7 @@
 Format (``version`` 1)::
 
     {"version": 1,
-     "gateways": [{"gateway_id": "default", "allowed": ["*"], "recommendation": "auto"}],
+     "gateways": [{"gateway_id": "default", "allowed": ["*"], "recommendation": "auto", "pinned": []}],
      "access_rules": [{"rule_id": "everyone", "subject": "*", "effect": "allow", "tools": ["*"]}],
      "apps": [{"app_id": "Slack", "name": "Slack", "authorize_url": "..."}],
      "connections": [{"user_id": "demo-user", "app_id": "Slack", "connected": true, "account": "...", "scopes": []}],

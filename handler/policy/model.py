@@ -14,7 +14,11 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from handler.tool_names import name_key
+
 ALL_TOOLS = "*"
+# Pinned tools sit in every client's static tool list: a few, or the list costs what recommendation saves.
+MAX_PINNED = 20
 _PATTERN = re.compile(r"^(\*|[A-Za-z0-9][A-Za-z0-9_\-]*\.\*|[^\s*]+)$")
 
 
@@ -25,19 +29,42 @@ def _tool_pattern(value: str) -> str:
     return value
 
 
+def _tool_name(value: str) -> str:
+    value = value.strip()
+    if not value or "*" in value or any(c.isspace() for c in value):
+        raise ValueError(f"{value!r} is not a tool name: a pin names one tool exactly, never a pattern")
+    return value
+
+
+def _pins(values: tuple[str, ...]) -> tuple[str, ...]:
+    if len(values) > MAX_PINNED:
+        raise ValueError(f"a gateway pins at most {MAX_PINNED} tools, not {len(values)}")
+    keys = [name_key(v) for v in values]
+    twice = sorted({v for v, k in zip(values, keys, strict=True) if keys.count(k) > 1})
+    if twice:
+        raise ValueError(f"pinned more than once: {', '.join(twice)}")
+    return values
+
+
 ToolPattern = Annotated[str, AfterValidator(_tool_pattern)]
+ToolName = Annotated[str, AfterValidator(_tool_name)]
 Identifier = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\s#]+$")]
 Recommendation = Literal["on", "off", "auto"]
 
 
 class Gateway(BaseModel):
-    """A gateway: the tools it exposes and whether its MCP server recommends tools (PRODUCT.md §3)."""
+    """A gateway: the tools it exposes and whether its MCP server recommends tools (PRODUCT.md §3).
+
+    ``pinned`` tools are listed beside the meta-tools whenever the gateway recommends, in this order, so every
+    client's static tool list stays the same between requests (PRODUCT.md §7); policy still decides who sees them.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     gateway_id: Identifier
     allowed: tuple[ToolPattern, ...] = ()
     recommendation: Recommendation = "auto"
+    pinned: Annotated[tuple[ToolName, ...], AfterValidator(_pins)] = ()
 
 
 class AccessRule(BaseModel):

@@ -6,6 +6,9 @@ top-k: a disallowed tool never appears and never takes a slot. REST, MCP and exe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 from handler.errors import ForbiddenError, NotFoundError
@@ -48,6 +51,45 @@ class AccessPolicy:
     def may_use(self, table: ToolTable, user_id: str, gateway: Gateway | None, tool_name: str) -> bool:
         index = table.position(tool_name)
         return index is not None and bool(self.allowed_mask(table, user_id, gateway)[index])
+
+    def listed_pins(self, table: ToolTable, user_id: str, gateway: Gateway) -> list[int]:
+        """The gateway's pinned tools this user may use, in the gateway's order. The mask that decides whether a
+        call may run decides whether a pin is listed, so no user is shown a pin they could not call."""
+        pins = Pins.of(table, gateway.pinned, table.mask(gateway.allowed))
+        mask = self.allowed_mask(table, user_id, gateway)
+        return [i for i in pins.positions if mask[i]]
+
+
+@dataclass(frozen=True)
+class Pins:
+    """A gateway's pins as one build reads them (the names resolve as every lookup by name does)."""
+
+    positions: tuple[int, ...]  # the pinned tools the build holds and the gateway allows, in the pins' order
+    missing: tuple[str, ...]  # pins the build does not hold (a tool removed since the gateway was configured)
+    outside: tuple[str, ...]  # pins the build holds but the gateway's own patterns do not allow
+
+    @classmethod
+    def of(cls, table: ToolTable, pinned: Sequence[str], in_gateway: BoolArray) -> Pins:
+        """``in_gateway``: the mask of the gateway's own patterns (``table.mask(gateway.allowed)``)."""
+        positions, missing, outside = [], [], []
+        for name in pinned:
+            index = table.position(name)
+            if index is None:
+                missing.append(name)
+            elif not in_gateway[index]:
+                outside.append(name)
+            else:
+                positions.append(index)
+        return cls(tuple(positions), tuple(missing), tuple(outside))
+
+    def problem(self, gateway_id: str) -> str | None:
+        """Why these pins cannot be configured, or None (configuring refuses what serving would silently skip)."""
+        problems = []
+        if self.missing:
+            problems.append(f"cannot pin {', '.join(self.missing)}: not in the catalog")
+        if self.outside:
+            problems.append(f"cannot pin {', '.join(self.outside)}: gateway {gateway_id} does not allow it")
+        return "; ".join(problems) or None
 
 
 def count(mask: BoolArray) -> int:

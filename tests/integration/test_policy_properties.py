@@ -1,5 +1,6 @@
 """Property: for any gateway and access rules, select and search never return a tool the user may not use,
-and a disallowed tool never takes a slot (each answer is as full as the allowed tools permit).
+and a disallowed tool never takes a slot (each answer is as full as the allowed tools permit); a gateway's pins
+never widen that, and the pins a user is shown are exactly the pinned tools they may use, in the gateway's order.
 
 The expected allowed set is computed here from the pattern rules in plain Python, independently of the
 service's mask code; the index is the real demo build with the real embedder.
@@ -36,6 +37,8 @@ TOOL_NAMES = [t.name for t in demo_tools()]
 APPS = sorted({name.split(".")[0] for name in TOOL_NAMES})
 USER = "u"
 TASKS = ["send a message to the team", "refund a payment", "create an issue", "weather tomorrow", "list files"]
+# A caller's spelling -> the catalog name it means (case and '.'/'_' do not matter, as in every lookup by name).
+CATALOG_NAME = {name.lower().replace("_", "."): name for name in TOOL_NAMES}
 
 
 class MemoryPolicy:
@@ -100,12 +103,20 @@ patterns = st.one_of(
     st.sampled_from(TOOL_NAMES).flatmap(case_variants),
     st.sampled_from(["Nope.*", "Slack.NoSuchTool"]),
 )
-gateways = st.one_of(
-    st.none(),
-    st.builds(
-        lambda allowed: Gateway(gateway_id="g", allowed=tuple(allowed)), st.lists(patterns, min_size=0, max_size=4)
+pins = st.lists(
+    st.one_of(
+        st.sampled_from(TOOL_NAMES).flatmap(lambda name: case_variants(name) | st.just(name.replace(".", "_"))),
+        st.just("Slack.NoSuchTool"),  # a pin the build does not hold (its tool was removed)
     ),
+    max_size=4,
+    unique_by=lambda name: name.lower().replace("_", "."),
 )
+pinned_gateways = st.builds(
+    lambda allowed, pinned: Gateway(gateway_id="g", allowed=tuple(allowed), pinned=tuple(pinned)),
+    st.lists(patterns, min_size=0, max_size=4),
+    pins,
+)
+gateways = st.one_of(st.none(), pinned_gateways)
 rules = st.lists(
     st.builds(
         lambda i, subject, effect, tools: AccessRule(
@@ -158,3 +169,15 @@ def test_select_and_search_only_return_allowed_tools(
     )
     assert found == [TOOL_NAMES[i] for i in ranked[:top_k]]
     assert np.isfinite(scores).all()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(gateway=pinned_gateways, rule_list=rules)
+def test_the_pins_listed_are_the_pinned_tools_the_user_may_use(
+    holder: IndexHolder, gateway: Gateway, rule_list: list[AccessRule]
+) -> None:
+    table = holder.current().table
+    listed = [table.names[i] for i in AccessPolicy(MemoryPolicy(gateway, rule_list)).listed_pins(table, USER, gateway)]
+    allowed = expected_allowed(gateway, rule_list)
+    meant = [CATALOG_NAME.get(pin.lower().replace("_", ".")) for pin in gateway.pinned]
+    assert listed == [name for name in meant if name in allowed]

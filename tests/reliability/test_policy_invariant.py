@@ -1,6 +1,6 @@
-"""Policy as an invariant: for any policy (gateways with patterns and a recommendation mode, user allow/deny rules,
-connections, an API key scoped or not), no entry point reveals or runs a tool the caller may not use, and a
-disallowed tool never takes a result slot.
+"""Policy as an invariant: for any policy (gateways with patterns, pinned tools and a recommendation mode, user
+allow/deny rules, connections, an API key scoped or not), no entry point reveals or runs a tool the caller may not
+use, and a disallowed tool never takes a result slot.
 
 One app (real index, real embedder, real executors behind a recording wrapper) answers every example; only the
 policy changes, through the file store's own lookups over an in-memory document. The expected sets are computed
@@ -36,6 +36,7 @@ TOOLS = catalog("http://w", "http://u", "http://d")
 TOOL_NAMES = [t.name for t in TOOLS]
 APP_OF = {t.name: t.app for t in TOOLS}
 APPS = sorted(set(APP_OF.values()))
+CATALOG_NAME = {name.lower().replace("_", "."): name for name in TOOL_NAMES}  # a caller's spelling -> the tool
 USER, OTHER = "pat", "someone-else"
 KEY = "trk_policy-invariant-key"
 GATEWAYS = ("g1", "g2", "g3")
@@ -146,12 +147,22 @@ patterns = st.one_of(
     st.sampled_from(TOOL_NAMES).flatmap(case_variants),
     st.sampled_from(["Nope.*", "Slack.NoSuchTool", "Slack"]),
 )
+pin_lists = st.lists(
+    st.sampled_from([*TOOL_NAMES, "Slack.NoSuchTool"]).flatmap(
+        lambda name: case_variants(name) | st.just(name.replace(".", "_"))
+    ),
+    max_size=4,
+    unique_by=lambda name: name.lower().replace("_", "."),
+)
 gateway_lists = st.lists(
     st.builds(
-        lambda gid, allowed, mode: Gateway(gateway_id=gid, allowed=tuple(allowed), recommendation=mode),
+        lambda gid, allowed, mode, pinned: Gateway(
+            gateway_id=gid, allowed=tuple(allowed), recommendation=mode, pinned=tuple(pinned)
+        ),
         st.sampled_from(GATEWAYS),
         st.lists(patterns, max_size=4),
         st.sampled_from(["on", "off", "auto"]),
+        pin_lists,
     ),
     max_size=3,
     unique_by=lambda g: g.gateway_id,
@@ -247,7 +258,9 @@ def check_mcp_listing(h: Harness, policy: PolicyDocument, gateway_id: str, task:
     assert want.gateway is not None
     names = [t["name"] for t in listed.json()["result"]["tools"]]
     if want.gateway.recommendation == "on":  # auto lists directly: the catalog has fewer than 25 tools
-        assert names == META
+        # The pins the user may use, in the gateway's order, under their catalog names; no other tool.
+        meant = [CATALOG_NAME.get(pin.lower().replace("_", ".")) for pin in want.gateway.pinned]
+        assert names == META + [listed_name(name) for name in meant if name in want.allowed]
     else:
         assert sorted(names) == sorted(listed_name(n) for n in want.allowed)
     selected = rpc(h, gateway_id, "tools/call", {"name": "Toolrec_SelectTools", "arguments": {"tasks": [task]}})

@@ -10,11 +10,20 @@ from handler.mcp.meta_tools import LIST_APPS, SELECT, USE, meta_tool_of, meta_to
 
 
 @pytest.mark.parametrize(
-    ("setting", "tools", "expected"),
-    [("on", 1, True), ("off", 10_000, False), ("auto", AUTO_THRESHOLD - 1, False), ("auto", AUTO_THRESHOLD, True)],
+    ("setting", "tools", "pinned", "expected"),
+    [
+        ("on", 1, 0, True),
+        ("off", 10_000, 0, False),
+        ("auto", AUTO_THRESHOLD - 1, 0, False),
+        ("auto", AUTO_THRESHOLD, 0, True),
+        # Pinned tools are listed in either mode, so only the others weigh on the choice.
+        ("auto", AUTO_THRESHOLD + 2, 2, True),
+        ("auto", AUTO_THRESHOLD + 2, 3, False),
+        ("on", 3, 3, True),
+    ],
 )
-def test_recommendation_modes(setting: str, tools: int, expected: bool) -> None:
-    assert recommends(setting, tools) is expected
+def test_recommendation_modes(setting: str, tools: int, pinned: int, expected: bool) -> None:
+    assert recommends(setting, tools, pinned) is expected
 
 
 @pytest.mark.parametrize(
