@@ -9,6 +9,7 @@ service's mask code; the index is the real demo build with the real embedder.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from build_index.build import build_index
+from build_index.model_prepare import MODEL_ID
+from build_index.publish import publish
+from build_index.usage import ExecutionGroup, UsageLog, fold_usage
 from handler.embedder import OnnxEmbedder
 from handler.index_holder import IndexHolder
 from handler.index_store import LocalIndexStore
@@ -31,7 +36,7 @@ from handler.policy.model import (
 )
 from handler.services.access import AccessPolicy
 from handler.services.select import ToolFinder
-from tests.support.serving import demo_tools, full_answer_size, publish_tools
+from tests.support.serving import demo_tools, full_answer_size
 
 TOOL_NAMES = [t.name for t in demo_tools()]
 APPS = sorted({name.split(".")[0] for name in TOOL_NAMES})
@@ -131,12 +136,23 @@ rules = st.lists(
 )
 
 
-@pytest.fixture(scope="module")
-def holder(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) -> IndexHolder:
+# A warm index's usage ties every task to tools of several apps, so usage would surface a filtered-out tool if
+# the policy did not come first.
+USAGE = [ExecutionGroup(task, tuple(TOOL_NAMES[i :: len(TOOL_NAMES) // 4][:4])) for i, task in enumerate(TASKS)]
+
+
+@pytest.fixture(scope="module", params=["cold", "warm"])
+def holder(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder
+) -> IndexHolder:
     directory = tmp_path_factory.mktemp("index")
-    publish_tools(demo_tools(), str(directory), embedder)
+    built = build_index(demo_tools(), embedder, MODEL_ID, progress=False)
+    if request.param == "warm":
+        built = replace(built, usage=fold_usage(UsageLog(USAGE), TOOL_NAMES, embedder.embed, "test"))
+    publish(built, str(directory))
     holder = IndexHolder(LocalIndexStore(Path(directory)), directory / "cache", embedder.fingerprint, 3600)
     holder.load()
+    assert (holder.current().loaded.ranking.usage is not None) is (request.param == "warm")
     return holder
 
 
