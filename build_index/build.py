@@ -50,15 +50,27 @@ def build_index(
     analyzer = analyzer or Analyzer()
     bm25_params = bm25_params or BM25Params()
     texts = [index_text(tool.name, tool.description) for tool in tools]
-    if model_dir is not None and workers > 1 and len(texts) >= PARALLEL_MIN_TOOLS:
-        vectors = _embed_in_workers(texts, model_dir, workers, progress)
-    else:
-        vectors = np.empty((len(texts), embedder.dimensions), dtype=np.float32)
-        for i, text in enumerate(_progress(texts, len(texts), progress)):
-            vectors[i] = embedder.embed(text)
+    vectors = embed_texts(texts, embedder, progress, model_dir, workers)
     bm25 = build_bm25([analyzer(text) for text in texts], bm25_params)
     model = ModelRef(model_id=model_id, fingerprint=embedder.fingerprint, dimensions=embedder.dimensions)
     return BuiltIndex(tools, quantize(vectors), bm25, analyzer, bm25_params, model)
+
+
+def embed_texts(
+    texts: Sequence[str],
+    embedder: Embedder,
+    progress: bool = False,
+    model_dir: Path | None = None,
+    workers: int = 1,
+    what: str = "tools",
+) -> FloatArray:
+    """One unit vector per text, as the query path embeds one; many texts embed in worker processes."""
+    if model_dir is not None and workers > 1 and len(texts) >= PARALLEL_MIN_TOOLS:
+        return _embed_in_workers(texts, model_dir, workers, progress, what)
+    vectors = np.empty((len(texts), embedder.dimensions), dtype=np.float32)
+    for i, text in enumerate(_progress(texts, len(texts), progress, what=what)):
+        vectors[i] = embedder.embed(text)
+    return vectors
 
 
 def check_schemas(tools: Sequence[Tool]) -> None:
@@ -90,18 +102,18 @@ def _embed_chunk(texts: list[str]) -> FloatArray:
     return np.stack([_worker_embedder.embed(text) for text in texts])
 
 
-def _embed_in_workers(texts: Sequence[str], model_dir: Path, workers: int, progress: bool) -> FloatArray:
+def _embed_in_workers(texts: Sequence[str], model_dir: Path, workers: int, progress: bool, what: str) -> FloatArray:
     """One text at a time in each worker (so vectors equal the query path's), chunks merged in order."""
     chunks = [list(texts[i : i + CHUNK]) for i in range(0, len(texts), CHUNK)]
     with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(model_dir,)) as pool:
-        parts = list(_progress(pool.map(_embed_chunk, chunks), len(chunks), progress, unit="chunk"))
+        parts = list(_progress(pool.map(_embed_chunk, chunks), len(chunks), progress, unit="chunk", what=what))
     return np.concatenate(parts).astype(np.float32)
 
 
-def _progress(items: Iterable[T], total: int, enabled: bool, unit: str = "tool") -> Iterator[T]:
+def _progress(items: Iterable[T], total: int, enabled: bool, unit: str = "text", what: str = "tools") -> Iterator[T]:
     if not enabled or total * (CHUNK if unit == "chunk" else 1) < PROGRESS_MIN_TOOLS:
         yield from items
         return
     from tqdm import tqdm
 
-    yield from tqdm(items, total=total, desc="embedding tools", unit=unit, file=sys.stderr, mininterval=1.0)
+    yield from tqdm(items, total=total, desc=f"embedding {what}", unit=unit, file=sys.stderr, mininterval=1.0)

@@ -59,7 +59,7 @@ def cmd_model_finetune(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from build_index.build import build_index, default_workers
+    from build_index.build import build_index, default_workers, embed_texts
     from build_index.catalog_io import read_catalogs
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
@@ -79,9 +79,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.usage:
         from build_index.usage import fold_usage, read_usage
 
-        arrays, summary = fold_usage(
-            read_usage(args.usage, time.time()), [t.name for t in tools], embedder.embed, args.usage
-        )
+        def embed(texts: Sequence[str]) -> Any:
+            return embed_texts(texts, embedder, not args.quiet, model_dir, default_workers(), "past tasks")
+
+        log = read_usage(args.usage, time.time())
+        arrays, summary = fold_usage(log, [t.name for t in tools], embed, args.usage)
         built = dataclasses.replace(built, usage=(arrays, summary))
         print(
             f"usage from {args.usage}: {summary.execution_groups} execution groups, {summary.distinct_tasks} distinct "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from build_index.build import build_index
+from build_index.build import build_index, embed_texts
 from build_index.metrics import completeness, ndcg, recall
 from build_index.publish import publish
 from build_index.reference_bm25 import ReferenceBM25, reference_text
@@ -148,7 +148,13 @@ def cached_index(
     warm = cache / f"{root.name}-usage-{_usage_digest(usage, cold.name)}"
     if not (warm / "LATEST").is_file():
         names = dict(zip(ids, (t.name for t in tools), strict=True))
-        evidence = fold_usage(usage, [t.name for t in tools], embedder.embed, "eval", name_of=lambda i: names.get(i, i))
+        evidence = fold_usage(
+            usage,
+            [t.name for t in tools],
+            lambda texts: embed_texts(texts, embedder),
+            "eval",
+            lambda i: names.get(i, i),
+        )
         publish(replace(rebuild_of(cold, tools, embedder.fingerprint), usage=evidence), str(warm))
     return load_latest(LocalIndexStore(warm), warm, embedder.fingerprint)
 

@@ -113,12 +113,12 @@ def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog
 def fold_usage(
     log: UsageLog,
     tool_names: Sequence[str],
-    embed: Callable[[str], FloatArray],
+    embed: Callable[[Sequence[str]], FloatArray],
     source: str,
     name_of: Callable[[str], str] | None = None,
 ) -> tuple[UsageArrays, UsageSummary]:
     """Usage evidence over the index's tools (position order): each tool's past tasks, as the mean of their
-    embeddings, and co-usage shares.
+    embeddings (``embed`` maps texts to unit rows, as the build embeds tools), and co-usage shares.
 
     ``name_of`` maps a source's tool label to a catalog name (the benchmark ids ``toolrec eval`` uses); tools no
     longer in the catalog are dropped and counted.
@@ -126,12 +126,12 @@ def fold_usage(
     groups, ignored = _resolve(log, tool_names, name_of)
     chosen = past_tasks_by_tool(groups)
     texts = list(dict.fromkeys(text for tasks in chosen.values() for text in tasks))
-    vectors = {text: embed(text) for text in texts}
-    dimensions = len(embed("tool")) if not texts else len(next(iter(vectors.values())))
+    vectors = embed(texts or ["tool"])  # one text when there are none: the width of an empty matrix
+    row_of = {text: row for row, text in enumerate(texts)}
     tools = sorted(chosen)
-    means = np.zeros((len(tools), dimensions), dtype=np.float32)
+    means = np.zeros((len(tools), vectors.shape[1]), dtype=np.float32)
     for row, tool in enumerate(tools):
-        mean = np.mean([vectors[text] for text in chosen[tool]], axis=0)
+        mean = vectors[[row_of[text] for text in chosen[tool]]].mean(axis=0)
         means[row] = mean / max(float(np.linalg.norm(mean)), 1e-12)
     arrays = UsageArrays(
         past_tasks=quantize(means),

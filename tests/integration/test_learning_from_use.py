@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from build_index.build import embed_texts
 from build_index.cli import main as toolrec
 from build_index.publish import publish
 from build_index.serve import DEMO_DIR, demo_policy
@@ -44,7 +45,7 @@ def warm_index(cold_root: Path, groups: list[ExecutionGroup], out: Path, embedde
     """The cold build republished with these groups as its usage, through the index format."""
     store = LocalIndexStore(cold_root)
     cold = rebuild_of(store.fetch(store.latest_build_id(), cold_root), TOOLS, embedder.fingerprint)
-    usage = fold_usage(UsageLog(groups), NAMES, embedder.embed, "test")
+    usage = fold_usage(UsageLog(groups), NAMES, lambda texts: embed_texts(texts, embedder), "test")
     publish(replace(cold, usage=usage), str(out))
     return load(out, embedder)
 

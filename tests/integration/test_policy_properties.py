@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from build_index.build import build_index
+from build_index.build import build_index, embed_texts
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
@@ -148,7 +148,9 @@ def holder(
     directory = tmp_path_factory.mktemp("index")
     built = build_index(demo_tools(), embedder, MODEL_ID, progress=False)
     if request.param == "warm":
-        built = replace(built, usage=fold_usage(UsageLog(USAGE), TOOL_NAMES, embedder.embed, "test"))
+        built = replace(
+            built, usage=fold_usage(UsageLog(USAGE), TOOL_NAMES, lambda texts: embed_texts(texts, embedder), "test")
+        )
     publish(built, str(directory))
     holder = IndexHolder(LocalIndexStore(Path(directory)), directory / "cache", embedder.fingerprint, 3600)
     holder.load()

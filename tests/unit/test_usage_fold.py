@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,11 +30,15 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 NAMES = ["Slack.SendMessage", "Slack.ListChannels", "GitHub.CreateIssue", "Jira.CreateIssue"]
 
 
-def fake_embed(text: str) -> np.ndarray:
-    """A deterministic unit vector per text (the fold never compares texts, it only stores their vectors)."""
+def fake_vector(text: str) -> np.ndarray:
+    """A deterministic unit vector per text (the fold never compares texts, it only averages their vectors)."""
     rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big"))
     vector = rng.normal(size=32).astype(np.float32)
     return vector / np.linalg.norm(vector)
+
+
+def fake_embed(texts: Sequence[str]) -> np.ndarray:
+    return np.stack([fake_vector(t) for t in texts])
 
 
 def record(query_id: str, tasks: list[str], recommended: list[list[str]], ran: list[tuple[str, str]]) -> QueryRecord:
@@ -99,7 +104,7 @@ def test_a_burst_of_the_same_task_is_one_past_task_and_one_user_gives_at_most_a_
     assert kept == [*mallory, *[f"real task {i}" for i in range(TASKS_PER_TOOL - TASKS_PER_USER_PER_TOOL)]]
     arrays, summary = fold_usage(UsageLog([*burst, *many, *others]), NAMES, fake_embed, "test")
     assert arrays.past_task_tools.tolist() == [0]  # one row per tool: the mean of its past tasks
-    mean = np.mean([fake_embed(t) for t in kept], axis=0)
+    mean = np.mean([fake_vector(t) for t in kept], axis=0)
     assert float(arrays.past_tasks.dequantize()[0] @ (mean / np.linalg.norm(mean))) > 0.998  # int8 rounding
     assert summary.past_task_rows == summary.distinct_tasks == TASKS_PER_TOOL
     assert summary.tools_with_usage == 1
