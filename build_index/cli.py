@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,31 +58,35 @@ def cmd_model_finetune(args: argparse.Namespace) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from build_index.build import build_index, default_workers, embed_texts
-    from build_index.catalog_io import read_catalogs
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
 
-    tools = read_catalogs(args.catalog) if args.catalog else []
-    if args.from_mcp:
-        from build_index.mcp_ingest import merge, tools_from_mcp
-
-        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out))
-    if not tools:
-        raise CatalogError("nothing to build: give --catalog and/or --from-mcp")
     model_dir = args.model_dir or default_model_dir()
     embedder = _embedder(args)
-    built = build_index(
-        tools, embedder, MODEL_ID, progress=not args.quiet, model_dir=model_dir, workers=default_workers()
-    )
+    if args.from_index:
+        from build_index.usage import published_build
+
+        if args.catalog or args.from_mcp:
+            raise CatalogError("--from-index rebuilds that index's own tools: give it without --catalog/--from-mcp")
+        built = published_build(args.from_index, embedder.fingerprint)
+    else:
+        built = build_index(
+            _catalog_tools(args),
+            embedder,
+            MODEL_ID,
+            progress=not args.quiet,
+            model_dir=model_dir,
+            workers=default_workers(),
+        )
     if args.usage:
-        from build_index.usage import fold_usage, read_usage
+        from build_index.usage import with_usage
 
         def embed(texts: Sequence[str]) -> Any:
             return embed_texts(texts, embedder, not args.quiet, model_dir, default_workers(), "past tasks")
 
-        log = read_usage(args.usage, time.time())
-        arrays, summary = fold_usage(log, [t.name for t in tools], embed, args.usage)
-        built = dataclasses.replace(built, usage=(arrays, summary))
+        built = with_usage(built, args.usage, embed)
+        summary = built.usage[1] if built.usage else None
+        assert summary is not None
         print(
             f"usage from {args.usage}: {summary.execution_groups} execution groups, {summary.distinct_tasks} distinct "
             f"tasks for {summary.tools_with_usage} tools; not used: {summary.ignored or 'none'}"
@@ -92,6 +94,19 @@ def cmd_build(args: argparse.Namespace) -> int:
     manifest = publish(built, args.out)
     print(f"built {manifest.tool_count} tools as {manifest.build_id} at {args.out}")
     return 0
+
+
+def _catalog_tools(args: argparse.Namespace) -> list[Any]:
+    from build_index.catalog_io import read_catalogs
+
+    tools = read_catalogs(args.catalog) if args.catalog else []
+    if args.from_mcp:
+        from build_index.mcp_ingest import merge, tools_from_mcp
+
+        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out))
+    if not tools:
+        raise CatalogError("nothing to build: give --catalog, --from-mcp or --from-index")
+    return tools
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -292,6 +307,32 @@ def _loadtest_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     load.set_defaults(run=cmd_loadtest)
 
 
+def _add_build_command(commands: Any) -> None:
+    build = commands.add_parser("build", help="index catalogs and publish the build")
+    build.add_argument("--catalog", type=Path, action="append", help="catalog JSONL (repeatable)")
+    build.add_argument("--from-mcp", action="append", metavar="URL", help="an MCP server's tools/list (repeatable)")
+    build.add_argument("--mcp-app", default=None, help="App name for --from-mcp tools (default: the server's name)")
+    build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
+    build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
+    build.add_argument("--quiet", action="store_true", help="no progress bar")
+    build.add_argument(
+        "--from-index",
+        metavar="LOCATION",
+        default=None,
+        help="rebuild the latest build at LOCATION (a directory or s3://...) with its tools and vectors as they are, "
+        "e.g. to fold in fresh --usage without embedding the catalog again",
+    )
+    build.add_argument(
+        "--usage",
+        metavar="SOURCE",
+        default=None,
+        help="fold past executions into the index (README 'Learning from use'): dynamodb:TABLE (a deployment's "
+        "query log), a local query log (*.queries.jsonl) or a JSONL file of query + relevant tool names",
+    )
+    _model_dir_option(build)
+    build.set_defaults(run=cmd_build)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -308,22 +349,7 @@ def parser() -> argparse.ArgumentParser:
     finetune.add_argument("--out", type=Path, required=True, help="where to write the model directory")
     finetune.set_defaults(run=cmd_model_finetune)
 
-    build = commands.add_parser("build", help="index catalogs and publish the build")
-    build.add_argument("--catalog", type=Path, action="append", help="catalog JSONL (repeatable)")
-    build.add_argument("--from-mcp", action="append", metavar="URL", help="an MCP server's tools/list (repeatable)")
-    build.add_argument("--mcp-app", default=None, help="App name for --from-mcp tools (default: the server's name)")
-    build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
-    build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
-    build.add_argument("--quiet", action="store_true", help="no progress bar")
-    build.add_argument(
-        "--usage",
-        metavar="SOURCE",
-        default=None,
-        help="fold past executions into the index (README 'Learning from use'): dynamodb:TABLE (a deployment's "
-        "query log), a local query log (*.queries.jsonl) or a JSONL file of query + relevant tool names",
-    )
-    _model_dir_option(build)
-    build.set_defaults(run=cmd_build)
+    _add_build_command(commands)
 
     lint = commands.add_parser("lint", help="report catalog names and first lines that hurt matching")
     lint.add_argument("--catalog", type=Path, action="append", required=True, help="catalog JSONL (repeatable)")

@@ -11,9 +11,11 @@ not in the query log at all.
 from __future__ import annotations
 
 import json
+import tempfile
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from handler.errors import CatalogError
-from handler.index_format import UsageArrays, UsageSummary
+from handler.index_format import BuiltIndex, UsageArrays, UsageSummary, load_tool_records, rebuild_of
+from handler.index_store import open_store
 from handler.policy.model import QueryRecord
 from handler.ranking.dense import quantize
 from handler.tool_names import ToolNames
@@ -196,6 +199,23 @@ def past_tasks_by_tool(groups: Resolved) -> dict[int, list[str]]:
             chosen[tool].append(text)
             kept += 1
     return {tool: tasks for tool, tasks in chosen.items() if tasks}
+
+
+def with_usage(built: BuiltIndex, source: str, embed: Callable[[Sequence[str]], FloatArray]) -> BuiltIndex:
+    """The build with the usage ``source`` holds folded in (``read_usage``: expired records are not read)."""
+    evidence = fold_usage(read_usage(source, time.time()), [t.name for t in built.tools], embed, source)
+    return replace(built, usage=evidence)
+
+
+def published_build(location: str, model_fingerprint: str) -> BuiltIndex:
+    """The latest build at ``location`` as the build step's value again, its usage left out: rebuilding it with
+    fresh usage costs the past tasks' embeddings only, not the catalog's."""
+    with tempfile.TemporaryDirectory() as cache:
+        store = open_store(location)
+        directory = store.fetch(store.latest_build_id(), Path(cache))
+        records = load_tool_records(directory)
+        tools = [records[i] for i in range(len(records))]
+        return rebuild_of(directory, tools, model_fingerprint)
 
 
 def _co_usage(groups: Sequence[tuple[int, ...]], tool_count: int) -> dict[str, Any]:

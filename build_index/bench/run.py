@@ -238,11 +238,30 @@ def run(sizes: Sequence[int], query_count: int, time_build: bool = True) -> Figu
                     row["cold_start_s3"] = cold_start(env, queries[:200])
         if built_s is not None:
             row["build_s_first_run"] = round(built_s, 2)
+        if size == 10_000:
+            row["warm"] = warm_variant(index_dir, size, embedder, model_dir, queries)
         figures["sizes"][str(size)] = row
     if time_build:
         with tempfile.TemporaryDirectory() as tmp:
             figures["build_s_10k"] = round(build_timed(10_000, Path(tmp), embedder, model_dir), 2)
     figures.update(headline(figures))
+    return figures
+
+
+def warm_variant(
+    index_dir: Path, size: int, embedder: OnnxEmbedder, model_dir: Path, queries: Sequence[str]
+) -> Figures:
+    """The same index with 100k executions of usage (README "Learning from use"), timed as the cold one."""
+    import shutil
+
+    from build_index.bench.usage import warm_index
+
+    warm_dir, figures = warm_index(index_dir, size, embedder, model_dir, queries)
+    try:
+        with embedded(warm_dir) as app:
+            figures["in_process"] = in_process(app, queries)
+    finally:
+        shutil.rmtree(warm_dir, ignore_errors=True)
     return figures
 
 
@@ -276,6 +295,8 @@ def headline(figures: Figures) -> Figures:
         out[f"index_mb_{suffix}"] = row["index_mb"]
     if "10000" in sizes:
         out["search_p50_ms_10k"] = sizes["10000"]["in_process"]["bm25"]["p50_ms"]
+        if "warm" in sizes["10000"]:
+            out["select_action_p50_ms_10k_warm"] = sizes["10000"]["warm"]["in_process"]["select_action"]["p50_ms"]
         out["cold_start_s_10k"] = sizes["10000"]["cold_start_local"]["process_start_to_first_answer_s"]
         if "cold_start_s3" in sizes["10000"]:
             out["cold_start_s3_s_10k"] = sizes["10000"]["cold_start_s3"]["process_start_to_first_answer_s"]
@@ -309,6 +330,16 @@ def format_report(figures: Figures) -> str:
                     f"index {c['index_load_s']} s, app {c['app_s']} s, first query {c['first_query_s']} s, "
                     f"total {c['process_start_to_first_answer_s']} s"
                 )
+    for size, row in figures["sizes"].items():
+        if "warm" in row:
+            warm, cold = row["warm"], row["in_process"]
+            lines.append(
+                f"warm @ {int(size):,} ({warm['executions']:,} executions, {warm['distinct_tasks']:,} distinct tasks, "
+                f"{warm['tools_with_usage']:,} tools with usage): select p50 {warm['in_process']['select']['p50_ms']} "
+                f"(cold {cold['select']['p50_ms']}), one action p50 {warm['in_process']['select_action']['p50_ms']} "
+                f"(cold {cold['select_action']['p50_ms']}) ms; usage files {warm['usage_mb']} MB, folded and "
+                f"published in {warm['fold_and_publish_s']} s"
+            )
     if "build_s_10k" in figures:
         lines.append(f"build of 10,000 tools: {figures['build_s_10k']} s")
     return "\n".join(lines)

@@ -164,3 +164,21 @@ def test_turned_off_a_warm_index_ranks_exactly_as_a_cold_one(
         assert top(off.current().loaded, embedder, task, 10) == top(cold, embedder, task, 10)
         differs += top(on.current().loaded, embedder, task, 10) != top(cold, embedder, task, 10)
     assert differs > 0  # the switch is what made the difference
+
+
+def test_a_build_rebuilt_from_the_published_one_keeps_its_vectors_and_gains_the_usage(
+    cold_root: Path, tmp_path: Path, embedder: OnnxEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage = tmp_path / "usage.jsonl"
+    usage.write_text(json.dumps({"query": "ping the on-call crew", "relevant": ["Slack.SendMessage"]}) + "\n")
+    out = tmp_path / "warm"
+    assert toolrec(["build", "--from-index", str(cold_root), "--usage", str(usage), "--out", str(out)]) == 0
+    cold, warm = load(cold_root, embedder), load(out, embedder)
+    assert warm.manifest.usage is not None and warm.manifest.usage.tools_with_usage == 1
+    for name in ("vectors.npy", "bm25_weights.npy", "tools.jsonl"):
+        assert warm.manifest.files[name] == cold.manifest.files[name], name
+    assert (
+        toolrec(["build", "--from-index", str(cold_root), "--catalog", str(DEMO_DIR / "tools.jsonl"), "--out", "x"])
+        == 2
+    )
+    assert "without --catalog/--from-mcp" in capsys.readouterr().err
