@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
+
 from handler import observability
 from handler.catalog import Tool
 from handler.embedder import Embedder
@@ -110,6 +112,11 @@ class ToolFinder:
         index, allowed = self._scope(principal, user_id, gateway_id)
         hits = index.loaded.ranking.rank(query, None, top_k, allowed, Method.BM25)
         return tuple(index.loaded.tools[h.index] for h in hits)
+
+    def usable(self, principal: Principal, user_id: str, gateway_id: str | None) -> tuple[Tool, ...]:
+        """Every tool the user may use under the gateway, in catalog order (what a provider is told to defer)."""
+        index, allowed = self._scope(principal, user_id, gateway_id)
+        return tuple(index.loaded.tools[i] for i in np.flatnonzero(allowed).tolist())
 
     def _log_query(self, selection: Selection, user_id: str, gateway_id: str | None) -> None:
         now = self._clock()
