@@ -31,7 +31,7 @@ def anthropic_tools(tools: list[dict[str, Any]]) -> None:
 
 def anthropic_tool_result(block: dict[str, Any]) -> None:
     conforms(ToolResultBlockParam, block)
-    for item in block["content"]:
+    for item in [] if isinstance(block["content"], str) else block["content"]:
         conforms(ToolReferenceBlockParam if item["type"] == "tool_reference" else TextBlockParam, item)
 
 
