@@ -19,6 +19,8 @@ MAX_BODY_BYTES = 64 * 1024
 SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX = 5, 20
 SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
 APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
+# A Lambda answer holds at most 6 MB: a page of 1,000 tools is ~1 MB at the arcade catalog's ~1 KB a tool.
+PROVIDER_TOOLS_LIMIT_DEFAULT, PROVIDER_TOOLS_LIMIT_MAX = 500, 1000
 MAX_ID_CHARS = 256  # user, gateway, tool and query ids; the MCP user header too (routes/mcp.py)
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TASK_CHARS)]
@@ -195,8 +197,15 @@ class AnthropicToolResult(BaseModel):
     )
 
 
-class AnthropicToolsResponse(BaseModel):
-    tools: list[AnthropicTool] = Field(description="the request's `tools`: the search tool, then every usable tool")
+class _ToolsPage(BaseModel):
+    total: int = Field(description="tools the user may use, across all pages")
+    limit: int
+    offset: int
+
+
+class AnthropicToolsResponse(_ToolsPage):
+    search_tool: AnthropicTool = Field(description="the first of the request's `tools`, not deferred")
+    tools: list[AnthropicTool] = Field(description="a page of the tools the user may use, deferred, catalog order")
 
 
 class AnthropicSearchResponse(BaseModel):
@@ -228,10 +237,9 @@ class OpenAIToolSearchOutput(BaseModel):
     tools: list[OpenAIFunctionTool] = Field(description="the functions found, best first; empty when none fits")
 
 
-class OpenAIToolsResponse(BaseModel):
-    tools: list[Annotated[OpenAIToolSearchTool | OpenAIFunctionTool, Field(discriminator="type")]] = Field(
-        description="the request's `tools`: the client-executed tool_search, then every usable tool"
-    )
+class OpenAIToolsResponse(_ToolsPage):
+    search_tool: OpenAIToolSearchTool = Field(description="the first of the request's `tools`")
+    tools: list[OpenAIFunctionTool] = Field(description="a page of the tools the user may use, deferred, catalog order")
 
 
 class OpenAISearchResponse(BaseModel):

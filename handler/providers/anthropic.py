@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from handler.api.schemas import AnthropicTool, AnthropicToolResult, TextContent, ToolReference
 from handler.catalog import Tool
-from handler.providers import search_tool
+from handler.providers import search
 from handler.tool_names import listed_name
 
 SEARCH_TOOL = "FindTools"
@@ -23,24 +23,24 @@ def search_tool_name(namespace: str) -> str:
     return f"{namespace}_{SEARCH_TOOL}"
 
 
-def tool_list(namespace: str, usable: Iterable[Tool]) -> list[AnthropicTool]:
-    """The request's ``tools``: the search first (never deferred: the API needs one tool loaded), then the rest."""
-    search = AnthropicTool(
+def search_tool(namespace: str) -> AnthropicTool:
+    """The one tool sent loaded (the API needs one), first: the model calls it to find the rest."""
+    return AnthropicTool(
         name=search_tool_name(namespace),
-        description=search_tool.DESCRIPTION,
-        input_schema=search_tool.parameters(),
+        description=search.DESCRIPTION,
+        input_schema=search.parameters(),
         defer_loading=False,
     )
-    deferred = [
-        AnthropicTool(
-            name=listed_name(t.name),
-            description=t.description,
-            input_schema=search_tool.object_schema(t.input_schema),
-            defer_loading=True,
-        )
-        for t in usable
-    ]
-    return [search, *deferred]
+
+
+def deferred(tool: Tool) -> AnthropicTool:
+    """A catalog tool as the request declares it: out of the prompt until a search result references it."""
+    return AnthropicTool(
+        name=listed_name(tool.name),
+        description=tool.description,
+        input_schema=search.object_schema(tool.input_schema),
+        defer_loading=True,
+    )
 
 
 def search_result(tool_use_id: str, found: Iterable[Tool]) -> AnthropicToolResult:
@@ -51,5 +51,5 @@ def search_result(tool_use_id: str, found: Iterable[Tool]) -> AnthropicToolResul
     return AnthropicToolResult(
         type="tool_result",
         tool_use_id=tool_use_id,
-        content=content or [TextContent(type="text", text=search_tool.NO_MATCH)],
+        content=content or [TextContent(type="text", text=search.NO_MATCH)],
     )

@@ -12,27 +12,27 @@ from collections.abc import Iterable
 
 from handler.api.schemas import OpenAIFunctionTool, OpenAIToolSearchOutput, OpenAIToolSearchTool
 from handler.catalog import Tool
-from handler.providers import search_tool
+from handler.providers import search
 from handler.tool_names import listed_name
 
 
 def function(tool: Tool) -> OpenAIFunctionTool:
+    """A catalog tool as a deferred function: the model sees it loaded once a tool_search_output holds it."""
     return OpenAIFunctionTool(
         type="function",
         name=listed_name(tool.name),
         description=tool.description,
-        parameters=search_tool.object_schema(tool.input_schema),
+        parameters=search.object_schema(tool.input_schema),
         strict=False,
         defer_loading=True,
     )
 
 
-def tool_list(usable: Iterable[Tool]) -> list[OpenAIToolSearchTool | OpenAIFunctionTool]:
-    """The request's ``tools``: the client-executed search first, then every usable tool, deferred."""
-    search = OpenAIToolSearchTool(
-        type="tool_search", execution="client", description=search_tool.DESCRIPTION, parameters=search_tool.parameters()
+def search_tool() -> OpenAIToolSearchTool:
+    """The client-executed tool_search, sent first: the model calls it to find the functions."""
+    return OpenAIToolSearchTool(
+        type="tool_search", execution="client", description=search.DESCRIPTION, parameters=search.parameters()
     )
-    return [search, *(function(t) for t in usable)]
 
 
 def search_output(call_id: str, found: Iterable[Tool]) -> OpenAIToolSearchOutput:

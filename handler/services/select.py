@@ -44,6 +44,12 @@ class Selection:
     results: tuple[TaskResult, ...]
 
 
+@dataclass(frozen=True)
+class UsablePage:
+    tools: tuple[Tool, ...]
+    total: int  # across all pages
+
+
 class ToolFinder:
     def __init__(
         self,
@@ -113,10 +119,12 @@ class ToolFinder:
         hits = index.loaded.ranking.rank(query, None, top_k, allowed, Method.BM25)
         return tuple(index.loaded.tools[h.index] for h in hits)
 
-    def usable(self, principal: Principal, user_id: str, gateway_id: str | None) -> tuple[Tool, ...]:
-        """Every tool the user may use under the gateway, in catalog order (what a provider is told to defer)."""
+    def usable(self, principal: Principal, user_id: str, gateway_id: str | None, offset: int, limit: int) -> UsablePage:
+        """A page of the tools the user may use under the gateway, in catalog order (what a provider defers)."""
         index, allowed = self._scope(principal, user_id, gateway_id)
-        return tuple(index.loaded.tools[i] for i in np.flatnonzero(allowed).tolist())
+        positions = np.flatnonzero(allowed)
+        page = positions[offset : offset + limit].tolist()  # only the page's records are read
+        return UsablePage(tuple(index.loaded.tools[i] for i in page), int(positions.size))
 
     def _log_query(self, selection: Selection, user_id: str, gateway_id: str | None) -> None:
         now = self._clock()

@@ -45,32 +45,50 @@ def loaded(answer: Any) -> list[str]:
     return [tool["name"] for tool in answer["tool_search_output"]["tools"]]
 
 
-def test_anthropic_tools_are_every_usable_tool_deferred(function: Function) -> None:
-    status, _, body = function.call("GET", "/v1/providers/anthropic/tools", query={"user_id": "demo-user"})
+def listing(function: Function, provider: str, **query: Any) -> Any:
+    status, _, body = function.call("GET", f"/v1/providers/{provider}/tools", query={"user_id": "demo-user", **query})
     assert status == 200, body
-    provider_types.anthropic_tools(body["tools"])
-    search, *deferred = body["tools"]
+    return body
+
+
+def request_tools(body: Any) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = [body["search_tool"], *body["tools"]]
+    return tools
+
+
+def test_anthropic_tools_are_every_usable_tool_deferred(function: Function) -> None:
+    body = listing(function, "anthropic")
+    provider_types.anthropic_tools(request_tools(body))
+    assert (body["total"], body["limit"], body["offset"]) == (96, 500, 0)
+    search, deferred = body["search_tool"], body["tools"]
     assert (search["name"], search["defer_loading"]) == ("Toolrec_FindTools", False)
     assert len(deferred) == 96 and all(t["defer_loading"] for t in deferred)
     assert "Slack_SendMessage" in {t["name"] for t in deferred}
 
-    _, _, denied = function.call("GET", "/v1/providers/anthropic/tools", query={"user_id": "no-slack-user"})
+    denied = listing(function, "anthropic", user_id="no-slack-user")
     assert not any(t["name"].startswith("Slack_") for t in denied["tools"])
-    _, _, support = function.call(
-        "GET", "/v1/providers/anthropic/tools", query={"user_id": "demo-user", "gateway_id": "support"}
-    )
-    names = [t["name"] for t in support["tools"][1:]]
-    assert len(names) == 8 and all(n == "Slack_SendMessage" or n.startswith("Zendesk_") for n in names)
+    support = listing(function, "anthropic", gateway_id="support")
+    names = [t["name"] for t in support["tools"]]
+    assert support["total"] == len(names) == 8
+    assert all(n == "Slack_SendMessage" or n.startswith("Zendesk_") for n in names)
+
+
+def test_the_tools_come_a_page_at_a_time(function: Function) -> None:
+    whole = listing(function, "openai")["tools"]
+    pages = [listing(function, "openai", limit=40, offset=offset) for offset in (0, 40, 80, 120)]
+    assert [len(p["tools"]) for p in pages] == [40, 40, 16, 0]
+    assert {p["total"] for p in pages} == {96}
+    assert [t for p in pages for t in p["tools"]] == whole
+    status, _, body = function.call("GET", "/v1/providers/openai/tools", query={"user_id": "u", "limit": 1001})
+    assert (status, body["name"]) == (400, "validation_error")
 
 
 def test_openai_tools_are_the_same_tools_as_functions(function: Function) -> None:
-    query = {"user_id": "demo-user", "gateway_id": "support"}
-    status, _, body = function.call("GET", "/v1/providers/openai/tools", query=query)
-    assert status == 200, body
-    provider_types.openai_tools(body["tools"])
-    _, _, claude = function.call("GET", "/v1/providers/anthropic/tools", query=query)
-    assert [t["name"] for t in body["tools"][1:]] == [t["name"] for t in claude["tools"][1:]]
-    assert [t["parameters"] for t in body["tools"][1:]] == [t["input_schema"] for t in claude["tools"][1:]]
+    body = listing(function, "openai", gateway_id="support")
+    provider_types.openai_tools(request_tools(body))
+    claude = listing(function, "anthropic", gateway_id="support")
+    assert [t["name"] for t in body["tools"]] == [t["name"] for t in claude["tools"]]
+    assert [t["parameters"] for t in body["tools"]] == [t["input_schema"] for t in claude["tools"]]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from handler.catalog import Tool
 from handler.errors import IntegrityError
-from handler.providers import anthropic, openai, search_tool
+from handler.providers import anthropic, openai, search
 from handler.tool_names import ToolNames, describe_collisions, listed_name, name_key
 from tests.support import provider_types
 
@@ -71,13 +71,13 @@ def test_a_hashed_listed_name_that_another_tool_already_spells_is_refused() -> N
 
 def test_anthropic_tools_are_the_search_then_every_tool_deferred() -> None:
     usable = [tool("Slack.SendMessage"), tool(LONG), tool("Notes.Write", {"properties": {}})]
-    tools = [t.model_dump() for t in anthropic.tool_list("Toolrec", usable)]
-    provider_types.anthropic_tools(tools)
-    search, *deferred = tools
-    assert search == {
+    search_tool = anthropic.search_tool("Toolrec").model_dump()
+    deferred = [anthropic.deferred(t).model_dump() for t in usable]
+    provider_types.anthropic_tools([search_tool, *deferred])
+    assert search_tool == {
         "name": "Toolrec_FindTools",
-        "description": search_tool.DESCRIPTION,
-        "input_schema": search_tool.parameters(),
+        "description": search.DESCRIPTION,
+        "input_schema": search.parameters(),
         "defer_loading": False,
     }
     assert [t["name"] for t in deferred] == [listed_name(t.name) for t in usable]
@@ -99,19 +99,19 @@ def test_anthropic_search_result_references_the_tools_found() -> None:
     }
     none = anthropic.search_result("toolu_02", []).model_dump()
     provider_types.anthropic_tool_result(none)
-    assert none["content"] == [{"type": "text", "text": search_tool.NO_MATCH}]
+    assert none["content"] == [{"type": "text", "text": search.NO_MATCH}]
 
 
 def test_openai_tools_are_a_client_tool_search_then_every_function_deferred() -> None:
     usable = [tool("Slack.SendMessage"), tool("Notes.Write", {})]
-    tools = [t.model_dump() for t in openai.tool_list(usable)]
-    provider_types.openai_tools(tools)
-    search, *functions = tools
-    assert search == {
+    search_tool = openai.search_tool().model_dump()
+    functions = [openai.function(t).model_dump() for t in usable]
+    provider_types.openai_tools([search_tool, *functions])
+    assert search_tool == {
         "type": "tool_search",
         "execution": "client",
-        "description": search_tool.DESCRIPTION,
-        "parameters": search_tool.parameters(),
+        "description": search.DESCRIPTION,
+        "parameters": search.parameters(),
     }
     assert functions[0] == {
         "type": "function",

@@ -1,8 +1,9 @@
 """/v1/providers/{anthropic,openai}: toolrec as the search behind each provider's own tool search (PRODUCT.md §7).
 
-``GET .../tools`` is the request's ``tools`` (the search, then every tool the user may use, deferred); ``POST
-.../search`` answers the model's search with select's answer for its one task, in the provider's shape: the same
-service, policy, no-match and top_k as /v1/tools/select, and the same query log.
+``GET .../tools`` is the request's ``tools``: the search, then every tool the user may use, deferred, a page at a
+time (a Lambda answer holds at most 6 MB; paged as /v1/apps is). ``POST .../search`` answers the model's search
+with select's answer for its one task, in the provider's shape: the same service, policy, no match and top_k as
+/v1/tools/select, and the same query log.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from fastapi import APIRouter, Query
 from handler.api.auth import PrincipalDep, ServicesDep
 from handler.api.schemas import (
     MAX_ID_CHARS,
+    PROVIDER_TOOLS_LIMIT_DEFAULT,
+    PROVIDER_TOOLS_LIMIT_MAX,
     AnthropicSearchRequest,
     AnthropicSearchResponse,
     AnthropicToolsResponse,
@@ -24,11 +27,19 @@ from handler.api.schemas import (
 from handler.policy.model import Principal
 from handler.providers import anthropic, openai
 from handler.services.container import Services
-from handler.services.select import Selection
+from handler.services.select import Selection, UsablePage
 
 router = APIRouter(prefix="/v1/providers", tags=["providers"])
 UserQuery = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS, description="the end user")]
 GatewayQuery = Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="only its tools")]
+LimitQuery = Annotated[int, Query(ge=1, le=PROVIDER_TOOLS_LIMIT_MAX)]
+OffsetQuery = Annotated[int, Query(ge=0)]
+
+
+def _usable(
+    principal: Principal, services: Services, user_id: str, gateway_id: str | None, offset: int, limit: int
+) -> UsablePage:
+    return services.finder.usable(principal, user_id.strip(), gateway_id and gateway_id.strip(), offset, limit)
 
 
 def _select(body: AnthropicSearchRequest | OpenAISearchRequest, principal: Principal, services: Services) -> Selection:
@@ -37,10 +48,21 @@ def _select(body: AnthropicSearchRequest | OpenAISearchRequest, principal: Princ
 
 @router.get("/anthropic/tools", response_model=AnthropicToolsResponse, summary="Tools for Anthropic, deferred")
 def anthropic_tools(
-    principal: PrincipalDep, services: ServicesDep, user_id: UserQuery, gateway_id: GatewayQuery = None
+    principal: PrincipalDep,
+    services: ServicesDep,
+    user_id: UserQuery,
+    gateway_id: GatewayQuery = None,
+    limit: LimitQuery = PROVIDER_TOOLS_LIMIT_DEFAULT,
+    offset: OffsetQuery = 0,
 ) -> AnthropicToolsResponse:
-    usable = services.finder.usable(principal, user_id.strip(), gateway_id and gateway_id.strip())
-    return AnthropicToolsResponse(tools=anthropic.tool_list(services.settings.mcp_namespace, usable))
+    page = _usable(principal, services, user_id, gateway_id, offset, limit)
+    return AnthropicToolsResponse(
+        search_tool=anthropic.search_tool(services.settings.mcp_namespace),
+        tools=[anthropic.deferred(t) for t in page.tools],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.post("/anthropic/search", response_model=AnthropicSearchResponse, summary="Answer Claude's tool search")
@@ -56,10 +78,21 @@ def anthropic_search(
 
 @router.get("/openai/tools", response_model=OpenAIToolsResponse, summary="Tools for OpenAI, deferred")
 def openai_tools(
-    principal: PrincipalDep, services: ServicesDep, user_id: UserQuery, gateway_id: GatewayQuery = None
+    principal: PrincipalDep,
+    services: ServicesDep,
+    user_id: UserQuery,
+    gateway_id: GatewayQuery = None,
+    limit: LimitQuery = PROVIDER_TOOLS_LIMIT_DEFAULT,
+    offset: OffsetQuery = 0,
 ) -> OpenAIToolsResponse:
-    usable = services.finder.usable(principal, user_id.strip(), gateway_id and gateway_id.strip())
-    return OpenAIToolsResponse(tools=openai.tool_list(usable))
+    page = _usable(principal, services, user_id, gateway_id, offset, limit)
+    return OpenAIToolsResponse(
+        search_tool=openai.search_tool(),
+        tools=[openai.function(t) for t in page.tools],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.post("/openai/search", response_model=OpenAISearchResponse, summary="Answer a client-executed tool_search")
