@@ -16,6 +16,7 @@ import anyio.to_thread
 import mcp_types as types
 import numpy as np
 
+from handler import tool_names
 from handler.catalog import Tool
 from handler.errors import (
     IndexUnavailableError,
@@ -31,7 +32,6 @@ from handler.mcp.meta_tools import LIST_APPS, SELECT, USE
 from handler.policy.model import Gateway, Principal
 from handler.services.access import count
 from handler.services.container import Services
-from handler.tool_names import listed_name  # many MCP clients refuse dots; ToolNames reads it back
 
 AUTO_THRESHOLD = 25  # a static list is cheaper than a lookup below roughly 25 tools (PRODUCT.md §3)
 
@@ -40,6 +40,11 @@ def recommends(recommendation: str, allowed_tools: int) -> bool:
     if recommendation == "auto":
         return allowed_tools >= AUTO_THRESHOLD
     return recommendation == "on"
+
+
+def listed_name(tool_name: str) -> str:
+    """``Slack.SendMessage`` → ``Slack_SendMessage``: many MCP clients refuse dots in tool names."""
+    return tool_names.listed_name(tool_name)  # the one rule, shared with the model providers' listings
 
 
 def text_result(structured: dict[str, Any], is_error: bool = False) -> types.CallToolResult:
