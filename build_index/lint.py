@@ -4,6 +4,8 @@ Matching reads only a tool's name and the first line of its description (PRODUCT
 here is about those two strings. The rules, in the order they are checked for each tool:
 
 - ``name-form``: the name is not ``App.ToolName`` (handler/catalog.py APP_TOOL_NAME).
+- ``listed-name``: MCP clients and the model providers cannot be shown the name with ``_`` for ``.`` (they allow
+  ``[A-Za-z0-9_-]``, 64 characters), so it is listed shortened and hashed (handler/tool_names.py listed_name).
 - ``empty``: the description has no non-blank line.
 - ``vague``: the first line has fewer than MIN_WORDS words, or every word of it is a function word or a
   generic filler word (GENERIC_WORDS: "Does stuff", "Helper function", "API endpoint").
@@ -26,6 +28,7 @@ import numpy.typing as npt
 
 from handler.catalog import APP_TOOL_NAME, Tool
 from handler.ranking.text import first_line, words
+from handler.tool_names import listed_name
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -63,7 +66,7 @@ GENERIC_WORDS = frozenset(
 @dataclass(frozen=True)
 class Problem:
     tool: str
-    kind: str  # name-form | empty | vague | no-object | near-duplicate
+    kind: str  # name-form | listed-name | empty | vague | no-object | near-duplicate
     message: str
 
 
@@ -158,6 +161,9 @@ def lint_tools(
     for tool in tools:
         if not APP_TOOL_NAME.match(tool.name):
             problems[tool.name].append(Problem(tool.name, "name-form", "name is not in App.ToolName form"))
+        if (listed := listed_name(tool.name)) != tool.name.replace(".", "_"):
+            message = f"MCP clients and model providers are shown it as {listed} (only A-Z a-z 0-9 _ -, 64 chars)"
+            problems[tool.name].append(Problem(tool.name, "listed-name", message))
         found = first_line_problem(lines[tool.name])
         if found:
             problems[tool.name].append(Problem(tool.name, *found))

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from handler import observability
 from handler.api.errors import install_error_handlers
 from handler.api.limits import BodySizeLimit
-from handler.api.routes import apps, execute, health, mcp, tools
+from handler.api.routes import apps, execute, health, mcp, providers, tools
 from handler.api.schemas import MAX_BODY_BYTES, ErrorBody
 from handler.embedder import Embedder
 from handler.execute.base import ToolExecutor
@@ -26,7 +26,14 @@ from handler.services.container import Services
 from handler.settings import Settings
 
 # Every REST router, in one list. Execute and MCP add theirs here (or pass ``extra_routers``).
-ROUTERS: tuple[APIRouter, ...] = (tools.router, execute.router, apps.router, health.router, mcp.router)
+ROUTERS: tuple[APIRouter, ...] = (
+    tools.router,
+    execute.router,
+    apps.router,
+    providers.router,
+    health.router,
+    mcp.router,
+)
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": description}
     for status, description in [

@@ -1,16 +1,23 @@
 """What a tool name means: the one rule every lookup by name uses (REST execute, MCP calls, access rules, ranking).
 
-Callers spell a name several ways: ``Slack.SendMessage`` as REST lists it, ``Slack_SendMessage`` as MCP lists it
-(many clients refuse dots), in another case. All mean one tool, so a lookup folds case and ``_``/``.``. Two catalog
-names that fold alike would make that ambiguous (a deny of one spelling missed the tool that another ran, issue 15
-item 3), so the build refuses them and an index that holds them is refused when loaded.
+Callers spell a name several ways: ``Slack.SendMessage`` as REST lists it, ``Slack_SendMessage`` as MCP and the
+model providers list it (they refuse dots), in another case. All mean one tool, so a lookup folds case and
+``_``/``.``. Two catalog names that fold alike would make that ambiguous (a deny of one spelling missed the tool
+that another ran, issue 15 item 3), so the build refuses them and an index that holds them is refused when loaded.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterable, Sequence
 
 from handler.errors import IntegrityError
+
+# Anthropic's tool names and OpenAI's function names: ^[a-zA-Z0-9_-]{1,64}$ (both APIs refuse anything else).
+_LISTABLE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_UNLISTABLE_CHAR = re.compile(r"[^A-Za-z0-9_-]")
+_HASH_CHARS = 8
 
 
 def name_key(name: str) -> str:
@@ -18,24 +25,43 @@ def name_key(name: str) -> str:
     return name.strip().casefold().replace("_", ".")
 
 
+def listed_name(name: str) -> str:
+    """The name MCP clients and the model providers are shown: ``Slack.SendMessage`` → ``Slack_SendMessage``.
+
+    That spelling folds back to the tool under name_key. A name the providers' rule cannot hold even so (another
+    character, over 64) keeps a readable prefix and ends in a hash of the whole name: ToolNames resolves that too.
+    """
+    underscored = name.replace(".", "_")
+    if _LISTABLE.fullmatch(underscored):
+        return underscored
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    prefix = _UNLISTABLE_CHAR.sub("_", underscored)[: 64 - _HASH_CHARS - 1]
+    return f"{prefix}_{digest}"
+
+
+def _keys(name: str) -> set[str]:
+    """Every folded spelling that means this tool: its name's, and its listed name's when that is a hashed one."""
+    return {name_key(name), name_key(listed_name(name))}
+
+
 def name_collisions(names: Iterable[str]) -> list[tuple[int, int]]:
-    """(earlier, later) positions of every name that folds to the key of an earlier one, in order."""
+    """(earlier, later) positions of every name with a spelling (name_key, or its listed name) of an earlier one."""
     first: dict[str, int] = {}
     clashes = []
     for position, name in enumerate(names):
-        earlier = first.setdefault(name_key(name), position)
+        earlier = min(first.setdefault(key, position) for key in _keys(name))
         if earlier != position:
             clashes.append((earlier, position))
     return clashes
 
 
 def describe_collisions(names: Sequence[str]) -> str | None:
-    """The colliding names as one sentence, or None when every name is distinct under name_key."""
+    """The colliding names as one sentence, or None when every name means one tool to every caller."""
     clashes = name_collisions(names)
     if not clashes:
         return None
     pairs = ", ".join(f"{names[a]!r} and {names[b]!r}" for a, b in clashes)
-    return f"tool names that differ only in case or '.'/'_' are one name to callers: {pairs}"
+    return f"tool names that differ only in case or '.'/'_' (or that list alike) are one name to callers: {pairs}"
 
 
 class ToolNames:
@@ -45,7 +71,7 @@ class ToolNames:
         problem = describe_collisions(names)
         if problem is not None:
             raise IntegrityError(f"the index cannot be served: {problem}; rebuild it from a corrected catalog")
-        self._positions = {name_key(name): i for i, name in enumerate(names)}
+        self._positions = {key: i for i, name in enumerate(names) for key in _keys(name)}
 
     def position(self, name: str) -> int | None:
         return self._positions.get(name_key(name))

@@ -19,6 +19,8 @@ MAX_BODY_BYTES = 64 * 1024
 SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX = 5, 20
 SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
 APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
+# A Lambda answer holds at most 6 MB: a page of 1,000 tools is ~1 MB at the arcade catalog's ~1 KB a tool.
+PROVIDER_TOOLS_LIMIT_DEFAULT, PROVIDER_TOOLS_LIMIT_MAX = 500, 1000
 MAX_ID_CHARS = 256  # user, gateway, tool and query ids; the MCP user header too (routes/mcp.py)
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TASK_CHARS)]
@@ -31,10 +33,9 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SelectRequest(_Request):
-    tasks: list[Text] = Field(
-        min_length=1, max_length=MAX_TASKS, description="one entry per separate action, e.g. 'send a Slack message'"
-    )
+class _Selecting(_Request):
+    """What every select request carries beside its tasks: REST select and the providers' searches alike."""
+
     context: str | None = Field(default=None, max_length=MAX_CONTEXT_CHARS, description="helps ranking")
     user_id: Identifier = Field(description="the end user the service acts for")
     gateway_id: Identifier | None = Field(default=None, description="consider only the tools this gateway allows")
@@ -46,6 +47,12 @@ class SelectRequest(_Request):
     @classmethod
     def _clamp(cls, value: int) -> int:
         return min(value, SELECT_TOP_K_MAX)
+
+
+class SelectRequest(_Selecting):
+    tasks: list[Text] = Field(
+        min_length=1, max_length=MAX_TASKS, description="one entry per separate action, e.g. 'send a Slack message'"
+    )
 
 
 class SearchRequest(_Request):
@@ -149,3 +156,92 @@ class ExecuteResponse(BaseModel):
     output: Any = Field(default=None, description="the tool's output, when success")
     error: ExecutionErrorBody | None = Field(default=None, description="why it failed, when not success")
     duration_ms: float = Field(description="time spent in the executor")
+
+
+# Model providers' tool search (PRODUCT.md §7): the shapes their APIs read, field for field (handler/providers/).
+class AnthropicSearchRequest(_Selecting):
+    task: Text = Field(description="the `task` the model passed to the search tool")
+    tool_use_id: Identifier = Field(description="the id of the model's tool_use block that asked for the search")
+
+
+class OpenAISearchRequest(_Selecting):
+    task: Text = Field(description="the `task` in the arguments of the model's tool_search_call")
+    call_id: Identifier = Field(description="the call_id of the model's tool_search_call")
+
+
+ListedName = Annotated[str, Field(description="the tool's listed name (App_ToolName); execute accepts it as is")]
+
+
+class AnthropicTool(BaseModel):
+    name: ListedName
+    description: str
+    input_schema: dict[str, Any]
+    defer_loading: bool = Field(description="true for every catalog tool: loaded only when a search returns it")
+
+
+class ToolReference(BaseModel):
+    type: Literal["tool_reference"]
+    tool_name: str
+
+
+class TextContent(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class AnthropicToolResult(BaseModel):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: list[Annotated[ToolReference | TextContent, Field(discriminator="type")]] = Field(
+        description="one tool_reference per tool found, best first; one text block saying so when none fits"
+    )
+
+
+class _ToolsPage(BaseModel):
+    total: int = Field(description="tools the user may use, across all pages")
+    limit: int
+    offset: int
+
+
+class AnthropicToolsResponse(_ToolsPage):
+    search_tool: AnthropicTool = Field(description="the first of the request's `tools`, not deferred")
+    tools: list[AnthropicTool] = Field(description="a page of the tools the user may use, deferred, catalog order")
+
+
+class AnthropicSearchResponse(BaseModel):
+    query_id: str = Field(description="identifies this recommendation; pass it to execute to link the call")
+    tool_result: AnthropicToolResult = Field(description="the content block to answer the search's tool_use with")
+
+
+class OpenAIFunctionTool(BaseModel):
+    type: Literal["function"]
+    name: ListedName
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = Field(description="false: catalog schemas are not written for OpenAI's strict mode")
+    defer_loading: bool
+
+
+class OpenAIToolSearchTool(BaseModel):
+    type: Literal["tool_search"]
+    execution: Literal["client"]
+    description: str
+    parameters: dict[str, Any]
+
+
+class OpenAIToolSearchOutput(BaseModel):
+    type: Literal["tool_search_output"]
+    execution: Literal["client"]
+    call_id: str
+    status: Literal["completed"]
+    tools: list[OpenAIFunctionTool] = Field(description="the functions found, best first; empty when none fits")
+
+
+class OpenAIToolsResponse(_ToolsPage):
+    search_tool: OpenAIToolSearchTool = Field(description="the first of the request's `tools`")
+    tools: list[OpenAIFunctionTool] = Field(description="a page of the tools the user may use, deferred, catalog order")
+
+
+class OpenAISearchResponse(BaseModel):
+    query_id: str = Field(description="identifies this recommendation; pass it to execute to link the call")
+    tool_search_output: OpenAIToolSearchOutput = Field(description="the input item that answers the search call")

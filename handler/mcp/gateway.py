@@ -19,6 +19,7 @@ import anyio.to_thread
 import mcp_types as types
 import numpy as np
 
+from handler import tool_names
 from handler.catalog import Tool
 from handler.errors import (
     IndexUnavailableError,
@@ -47,7 +48,7 @@ def recommends(recommendation: str, allowed_tools: int, pinned_tools: int = 0) -
 
 def listed_name(tool_name: str) -> str:
     """``Slack.SendMessage`` → ``Slack_SendMessage``: many MCP clients refuse dots in tool names."""
-    return tool_name.replace(".", "_")
+    return tool_names.listed_name(tool_name)  # the one rule, shared with the model providers' listings
 
 
 def listed_tool(tool: Tool) -> types.Tool:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
+
 from handler import observability
 from handler.catalog import Tool
 from handler.embedder import Embedder
@@ -40,6 +42,12 @@ class TaskResult:
 class Selection:
     query_id: str
     results: tuple[TaskResult, ...]
+
+
+@dataclass(frozen=True)
+class UsablePage:
+    tools: tuple[Tool, ...]
+    total: int  # across all pages
 
 
 class ToolFinder:
@@ -110,6 +118,13 @@ class ToolFinder:
         index, allowed = self._scope(principal, user_id, gateway_id)
         hits = index.loaded.ranking.rank(query, None, top_k, allowed, Method.BM25)
         return tuple(index.loaded.tools[h.index] for h in hits)
+
+    def usable(self, principal: Principal, user_id: str, gateway_id: str | None, offset: int, limit: int) -> UsablePage:
+        """A page of the tools the user may use under the gateway, in catalog order (what a provider defers)."""
+        index, allowed = self._scope(principal, user_id, gateway_id)
+        positions = np.flatnonzero(allowed)
+        page = positions[offset : offset + limit].tolist()  # only the page's records are read
+        return UsablePage(tuple(index.loaded.tools[i] for i in page), int(positions.size))
 
     def _log_query(self, selection: Selection, user_id: str, gateway_id: str | None) -> None:
         now = self._clock()

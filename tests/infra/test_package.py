@@ -139,6 +139,16 @@ def test_clean_interpreter_answers_every_event(lambda_package: Path, local_aws: 
     execute = responses["execute.json"]  # bob has no Slack connection: nothing runs, authorization is required
     assert execute["statusCode"] == 403, execute
     assert _body(execute)["name"] == "authorization_required"
+    for provider in ("anthropic", "openai"):
+        listed = responses[f"{provider}_tools.json"]
+        assert listed["statusCode"] == 200, listed
+        assert (len(_body(listed)["tools"]), _body(listed)["total"]) == (96, 96)  # every demo tool, deferred
+    claude = responses["anthropic_search.json"]
+    assert claude["statusCode"] == 200, claude
+    assert _body(claude)["tool_result"]["content"][0]["tool_name"].startswith("Slack_")
+    gpt = responses["openai_search.json"]
+    assert gpt["statusCode"] == 200, gpt
+    assert _body(gpt)["tool_search_output"]["tools"][0]["name"].startswith("GitHub_")
     mcp = responses["mcp_tools_list.json"]
     assert mcp["statusCode"] == 200, mcp
     names = [tool["name"] for tool in _body(mcp)["result"]["tools"]]

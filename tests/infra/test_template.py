@@ -51,6 +51,10 @@ ROUTES = {
     ("POST", "/v1/tools/search"),
     ("POST", "/v1/tools/execute"),
     ("GET", "/v1/apps"),
+    ("GET", "/v1/providers/anthropic/tools"),
+    ("POST", "/v1/providers/anthropic/search"),
+    ("GET", "/v1/providers/openai/tools"),
+    ("POST", "/v1/providers/openai/search"),
     ("GET", "/healthz"),
     ("POST", "/mcp/{gateway_id}"),
 }

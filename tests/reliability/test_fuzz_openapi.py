@@ -24,9 +24,9 @@ from schemathesis.specs.openapi.checks import (
 from tests.reliability.conftest import assert_error_body
 from tests.support.gateway_app import GatewayApp
 
-# Per operation and mode; 5 operations with inputs x 2 modes x 210 = 2,100 cases (about 100 s on 2 shared cores).
+# Per operation and mode; 9 operations with inputs x 2 modes x 210 = 3,780 cases (about 180 s on 2 shared cores).
 EXAMPLES_PER_MODE = 210
-MIN_CASES = 2_000
+MIN_CASES = 3_600
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
@@ -70,6 +70,10 @@ def test_generated_requests_never_5xx_and_match_the_document(gateway: GatewayApp
         "POST /v1/tools/search",
         "POST /v1/tools/execute",
         "GET /v1/apps",
+        "GET /v1/providers/anthropic/tools",
+        "POST /v1/providers/anthropic/search",
+        "GET /v1/providers/openai/tools",
+        "POST /v1/providers/openai/search",
         "GET /healthz",
         "POST /mcp/{gateway_id}",
     }

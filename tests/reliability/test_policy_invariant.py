@@ -25,10 +25,10 @@ from handler.execute.base import ToolCall, ToolExecutor
 from handler.execute.wiring import default_executors
 from handler.index_holder import IndexHolder
 from handler.index_store import LocalIndexStore
-from handler.mcp.gateway import listed_name
 from handler.policy.file_store import FilePolicyStore, PolicyDocument
 from handler.policy.keys import hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway
+from handler.tool_names import listed_name
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
 from tests.support.serving import file_settings, full_answer_size
 

@@ -10,6 +10,8 @@ import sys
 
 # botocore.session, not botocore: Powertools imports the bare package (~1 ms) to read its version.
 DEFERRED = ("aws_xray_sdk", "mcp", "mcp_types", "httpx", "httpx2", "jsonschema", "boto3", "botocore.session")
+# The providers' SDKs are test-only (pyproject `dev`): the provider routes never import them.
+NEVER = ("anthropic", "openai")
 
 PROBE = """
 import json, sys
@@ -25,3 +27,4 @@ def test_the_serving_path_defers_what_only_some_requests_need() -> None:
     loaded = set(json.loads(done.stdout))
     assert {"fastapi", "numpy", "mangum", "handler"} <= loaded  # the probe did import the serving path
     assert loaded.isdisjoint(DEFERRED), sorted(loaded.intersection(DEFERRED))
+    assert loaded.isdisjoint(NEVER), sorted(loaded.intersection(NEVER))

@@ -7,6 +7,7 @@ import pytest
 
 from build_index.lint import first_line_problem, lint_tools, near_duplicates
 from handler.catalog import Tool
+from handler.tool_names import listed_name
 
 
 @pytest.mark.parametrize(
@@ -77,6 +78,14 @@ def test_lint_tools_reports_every_kind_once_per_tool() -> None:
     assert not report.clean
     assert report.lines()[-1] == "5 problem(s) in 5 of 5 tools (empty 1, name-form 1, near-duplicate 2, vague 1)"
     assert report.as_json()["by_kind"] == {"near-duplicate": 2, "name-form": 1, "vague": 1, "empty": 1}
+
+
+def test_a_name_the_providers_cannot_show_as_is_is_reported() -> None:
+    long_name = "Salesforce." + "Create" * 10
+    report = lint_tools([tool(long_name, "Create a Salesforce opportunity line item.")], bag_of_words)
+    (problem,) = report.problems
+    assert (problem.tool, problem.kind) == (long_name, "listed-name")
+    assert listed_name(long_name) in problem.message
 
 
 def test_a_clean_catalog_is_clean() -> None:

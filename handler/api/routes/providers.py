@@ -1,0 +1,104 @@
+"""/v1/providers/{anthropic,openai}: toolrec as the search behind each provider's own tool search (PRODUCT.md §7).
+
+``GET .../tools`` is the request's ``tools``: the search, then every tool the user may use, deferred, a page at a
+time (a Lambda answer holds at most 6 MB; paged as /v1/apps is). ``POST .../search`` answers the model's search
+with select's answer for its one task, in the provider's shape: the same service, policy, no match and top_k as
+/v1/tools/select, and the same query log.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from handler.api.auth import PrincipalDep, ServicesDep
+from handler.api.schemas import (
+    MAX_ID_CHARS,
+    PROVIDER_TOOLS_LIMIT_DEFAULT,
+    PROVIDER_TOOLS_LIMIT_MAX,
+    AnthropicSearchRequest,
+    AnthropicSearchResponse,
+    AnthropicToolsResponse,
+    OpenAISearchRequest,
+    OpenAISearchResponse,
+    OpenAIToolsResponse,
+)
+from handler.policy.model import Principal
+from handler.providers import anthropic, openai
+from handler.services.container import Services
+from handler.services.select import Selection, UsablePage
+
+router = APIRouter(prefix="/v1/providers", tags=["providers"])
+UserQuery = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS, description="the end user")]
+GatewayQuery = Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="only its tools")]
+LimitQuery = Annotated[int, Query(ge=1, le=PROVIDER_TOOLS_LIMIT_MAX)]
+OffsetQuery = Annotated[int, Query(ge=0)]
+
+
+def _usable(
+    principal: Principal, services: Services, user_id: str, gateway_id: str | None, offset: int, limit: int
+) -> UsablePage:
+    return services.finder.usable(principal, user_id.strip(), gateway_id and gateway_id.strip(), offset, limit)
+
+
+def _select(body: AnthropicSearchRequest | OpenAISearchRequest, principal: Principal, services: Services) -> Selection:
+    return services.finder.select(principal, body.user_id, [body.task], body.context, body.gateway_id, body.top_k)
+
+
+@router.get("/anthropic/tools", response_model=AnthropicToolsResponse, summary="Tools for Anthropic, deferred")
+def anthropic_tools(
+    principal: PrincipalDep,
+    services: ServicesDep,
+    user_id: UserQuery,
+    gateway_id: GatewayQuery = None,
+    limit: LimitQuery = PROVIDER_TOOLS_LIMIT_DEFAULT,
+    offset: OffsetQuery = 0,
+) -> AnthropicToolsResponse:
+    page = _usable(principal, services, user_id, gateway_id, offset, limit)
+    return AnthropicToolsResponse(
+        search_tool=anthropic.search_tool(services.settings.mcp_namespace),
+        tools=[anthropic.deferred(t) for t in page.tools],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.post("/anthropic/search", response_model=AnthropicSearchResponse, summary="Answer Claude's tool search")
+def anthropic_search(
+    body: AnthropicSearchRequest, principal: PrincipalDep, services: ServicesDep
+) -> AnthropicSearchResponse:
+    selection = _select(body, principal, services)
+    found = selection.results[0].tools
+    return AnthropicSearchResponse(
+        query_id=selection.query_id, tool_result=anthropic.search_result(body.tool_use_id, found)
+    )
+
+
+@router.get("/openai/tools", response_model=OpenAIToolsResponse, summary="Tools for OpenAI, deferred")
+def openai_tools(
+    principal: PrincipalDep,
+    services: ServicesDep,
+    user_id: UserQuery,
+    gateway_id: GatewayQuery = None,
+    limit: LimitQuery = PROVIDER_TOOLS_LIMIT_DEFAULT,
+    offset: OffsetQuery = 0,
+) -> OpenAIToolsResponse:
+    page = _usable(principal, services, user_id, gateway_id, offset, limit)
+    return OpenAIToolsResponse(
+        search_tool=openai.search_tool(),
+        tools=[openai.function(t) for t in page.tools],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.post("/openai/search", response_model=OpenAISearchResponse, summary="Answer a client-executed tool_search")
+def openai_search(body: OpenAISearchRequest, principal: PrincipalDep, services: ServicesDep) -> OpenAISearchResponse:
+    selection = _select(body, principal, services)
+    found = selection.results[0].tools
+    return OpenAISearchResponse(
+        query_id=selection.query_id, tool_search_output=openai.search_output(body.call_id, found)
+    )
