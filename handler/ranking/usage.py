@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import rank_votes
+from handler.ranking.topk import top_k
 
 FloatArray = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
@@ -71,9 +72,9 @@ def with_past_tasks(semantic: FloatArray, usage: UsageEvidence, task_vector: Flo
 def companion_votes(usage: UsageEvidence, fused: FloatArray, allowed: BoolArray) -> FloatArray:
     """Votes for the allowed tools used beside the best hits, among those the ranking already finds plausible
     (the best hit itself needs none)."""
-    if not allowed.any():
+    order = top_k(np.where(allowed, fused, -np.inf), COMPANION_CANDIDATES)
+    if not len(order):
         return np.zeros_like(fused)
-    order = np.argsort(-np.where(allowed, fused, -np.inf), kind="stable")[:COMPANION_CANDIDATES]
     seeds = [int(i) for i in order[:COMPANION_SEEDS]]
     strength = usage.companions(seeds, len(fused))
     plausible = np.zeros(len(fused), dtype=bool)
