@@ -84,9 +84,21 @@ def test_a_generated_key_is_printed_once(tmp_path: Path) -> None:
         output = server.stop()
     key = re.search(r"API key \(shown once.*?\): (\S+)", output)
     assert key, output
+    assert re.search(r"building the demo index \(96 tools\) in \S+ \(first run, a few seconds\)", output), output
     with toolrec_serve(tmp_path / "root", env) as (url, server):
         headers = {"Authorization": f"Bearer {key.group(1)}"}
         apps = httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}, headers=headers)
         assert apps.status_code == 200 and apps.json()["total"] == 13
         assert httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}).status_code == 401
-        assert "API key" not in server.stop()
+        output = server.stop()
+        assert "API key" not in output and "building" not in output  # built once
+
+
+def test_make_serve_takes_port_and_host() -> None:
+    result = subprocess.run(
+        ["make", "-n", "serve", "PORT=8123", "HOST=0.0.0.0"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "toolrec serve --host 0.0.0.0 --port 8123" in result.stdout
+    default = subprocess.run(["make", "-n", "serve"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert "toolrec serve --host 127.0.0.1 --port 8000" in default.stdout
