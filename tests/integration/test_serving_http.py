@@ -1,5 +1,6 @@
 """`toolrec serve` as a user runs it: a subprocess on a free 127.0.0.1 port that builds the demo on first run,
-answered over real HTTP — including README's curl example, run as written (only the port differs)."""
+answered over real HTTP — including README's curl example and every `python` block of README, run as written
+(only the port differs)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,27 @@ def test_readme_example_against_toolrec_serve(tmp_path: Path) -> None:
         completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
         found = [s["tool_name"] for s in json.loads(completed.stdout)["results"][0]["suggestions"]]
         assert found and not any(name.startswith("Slack.") for name in found)
+
+
+def readme_python_blocks() -> list[str]:
+    blocks = re.findall(r"^```python\n(.*?)^```$", (REPO_ROOT / "README.md").read_text(), re.M | re.S)
+    assert blocks, "README.md lost its python examples"
+    return blocks
+
+
+@pytest.mark.slow
+def test_readme_python_blocks_run_against_toolrec_serve(tmp_path: Path) -> None:
+    env = {"TOOLREC_API_KEY": "dev-key"}
+    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
+        for number, block in enumerate(readme_python_blocks()):
+            script = tmp_path / f"readme_{number}.py"
+            script.write_text(block.replace("http://127.0.0.1:8000", url), encoding="utf-8")
+            completed = subprocess.run(
+                [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+            )
+            assert completed.returncode == 0, completed.stderr
+            if "/mcp/default" in block:
+                assert "send a Slack message to #ops -> ['Slack.SendMessage'" in completed.stdout, completed.stdout
 
 
 @pytest.mark.slow
