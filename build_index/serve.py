@@ -136,10 +136,11 @@ def prepare_embedded_default(
     is_new = not policy_file.exists()
     new_key = ensure_policy(policy_file, api_key, None if index is None else PolicyDocument())
     if is_new and index is not None:
+        edit = f"toolrec policy --file {policy_file}"
         announce(
-            f"created {policy_file} with no gateways or rules: no user may use a tool until you add them, e.g."
-            f" toolrec policy --file {policy_file} rule put --subject '*' --rule-id everyone --effect allow"
-            " --tools '*'"
+            f"created {policy_file} with no gateways or rules: no user may use a tool until a rule allows it"
+            f" ({edit} rule put --subject '*' --rule-id everyone --effect allow --tools '*'), and MCP serves a"
+            f" gateway ({edit} gateway put default --allow '*')"
         )
     return EmbeddedDefault(index_location, policy_file, new_key)
 
