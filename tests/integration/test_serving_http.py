@@ -17,9 +17,18 @@ import httpx
 import pytest
 
 from build_index.loopback import serve_subprocess, stop
+from build_index.serve import DEMO_DIR
+from handler.api.schemas import (
+    MAX_CONTEXT_CHARS,
+    MAX_TASK_CHARS,
+    MAX_TASKS,
+    SELECT_TOP_K_DEFAULT,
+    SELECT_TOP_K_MAX,
+)
 from tests.conftest import REPO_ROOT
 
 TOOLREC = str(Path(sys.executable).parent / "toolrec")
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
 class Server:
@@ -78,8 +87,42 @@ def test_readme_example_against_toolrec_serve(tmp_path: Path) -> None:
         assert found and not any(name.startswith("Slack.") for name in found)
 
 
+def readme_own_catalog_block() -> list[str]:
+    block = re.search(
+        r"^    (\.venv/bin/toolrec build --catalog tools\.jsonl --out mine/index\n.*?)\n\n", README, re.M | re.S
+    )
+    assert block, "README.md lost its own-catalog example"
+    return [line.strip() for line in block.group(1).splitlines()]
+
+
+@pytest.mark.slow
+def test_readme_serves_ones_own_catalog_as_written(tmp_path: Path) -> None:
+    *setup, serve_line = [
+        line.replace(".venv/bin/", f"{Path(sys.executable).parent}/")
+        .replace("tools.jsonl", str(DEMO_DIR / "tools.jsonl"))
+        .replace("mine/", f"{tmp_path}/mine/")
+        for line in readme_own_catalog_block()
+    ]
+    for line in setup:
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, timeout=120, check=True)
+    env_part, _, command = serve_line.partition(" ")
+    assert env_part == "TOOLREC_API_KEY=dev-key" and " serve " in command
+    args = command.split(" serve ", 1)[1].split()
+    with serve_subprocess(args, {"TOOLREC_API_KEY": "dev-key"}, startup_timeout_s=120) as (url, _):
+        body = {"tasks": ["send a Slack message to #ops"], "user_id": "anyone"}
+        answer = httpx.post(f"{url}/v1/tools/select", json=body, headers={"Authorization": "Bearer dev-key"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["results"][0]["suggestions"][0]["tool_name"] == "Slack.SendMessage"
+
+
+def test_readme_states_the_limits_the_api_enforces() -> None:
+    assert f"**1 to {MAX_TASKS} `tasks`**" in README and f"at most {MAX_TASK_CHARS:,} characters" in README
+    assert f"`top_k` (default {SELECT_TOP_K_DEFAULT}, at most {SELECT_TOP_K_MAX})" in README
+    assert f"(at most {MAX_CONTEXT_CHARS:,} characters" in README
+
+
 def readme_python_blocks() -> list[str]:
-    blocks = re.findall(r"^```python\n(.*?)^```$", (REPO_ROOT / "README.md").read_text(), re.M | re.S)
+    blocks = re.findall(r"^```python\n(.*?)^```$", README, re.M | re.S)
     assert blocks, "README.md lost its python examples"
     return blocks
 
