@@ -21,6 +21,7 @@ from build_index.policy_checks import (
     check_patterns,
     index_for,
     open_policy_file,
+    say,
 )
 
 _TABLE_OPTIONS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")
@@ -60,6 +61,8 @@ def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
         import boto3
 
         dynamodb_client = boto3.client("dynamodb")
+    names = ", ".join(getattr(args, option) for option in _TABLE_OPTIONS)
+    say(f"{'reading' if args.policy_reads else 'editing'} the DynamoDB tables {names}")
     return DynamoPolicyStore(dynamodb_client, tables(args))
 
 
@@ -177,16 +180,8 @@ def _create_tables(args: argparse.Namespace, store: Any) -> str:
     return f"created {', '.join(created)}" if created else "all tables exist"
 
 
-def _file_document(store: Any) -> Any:
-    from handler.policy.file_store import FilePolicyStore
-
-    if not isinstance(store, FilePolicyStore):
-        raise PolicyCommandError("list and show read the policy file; for DynamoDB, scan its tables")
-    return store.document()
-
-
 def _list(args: argparse.Namespace, store: Any) -> str:
-    document = _file_document(store)
+    document = store.document()
     lines = [f"gateway {g.gateway_id}: allows {', '.join(g.allowed) or 'nothing'}, recommendation {g.recommendation}"
              for g in document.gateways]  # fmt: skip
     lines += [f"rule {r.rule_id} for {r.subject}: {r.effect} {', '.join(r.tools)}" for r in document.access_rules]
@@ -202,7 +197,7 @@ def _list(args: argparse.Namespace, store: Any) -> str:
 
 
 def _show(args: argparse.Namespace, store: Any) -> str:
-    text: str = _file_document(store).model_dump_json(indent=2, exclude_none=True)
+    text: str = store.document().model_dump_json(indent=2, exclude_none=True)
     return text
 
 
@@ -278,7 +273,7 @@ def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -
     _key_parsers(kinds)
     _action(kinds, "create-tables", _create_tables, "create the DynamoDB tables (--dynamodb)")
     _action(kinds, "list", _list, "one line per gateway, rule, app, connection and key").set_defaults(policy_reads=True)
-    _action(kinds, "show", _show, "the whole policy file as JSON (keys as sha256 only)").set_defaults(policy_reads=True)
+    _action(kinds, "show", _show, "the whole policy as JSON (keys as sha256 only)").set_defaults(policy_reads=True)
 
 
 def run_policy(args: argparse.Namespace, dynamodb_client: Any = None) -> int:

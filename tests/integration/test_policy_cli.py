@@ -123,3 +123,21 @@ def test_the_default_file_is_never_created_silently(
     assert "not checked against a catalog: give --index" in err
     assert toolrec(["policy", "--file", str(tmp_path / "named.json"), *put]) == 0  # named: created, and said
     assert "creating a new policy file at" in capsys.readouterr().err
+
+
+def test_list_reads_dynamodb_too(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from moto import mock_aws
+
+    for option in ("policy", "connections", "api_keys", "query_log"):
+        monkeypatch.setenv(f"TOOLREC_{option.upper()}_TABLE", f"t-{option}")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv("TOOLREC_INDEX_LOCATION", raising=False)
+    with mock_aws():
+        assert toolrec(["policy", "--dynamodb", "create-tables"]) == 0
+        assert toolrec(["policy", "--dynamodb", "gateway", "put", "crm", "--allow", "HubSpot.*"]) == 0
+        assert toolrec(["policy", "--dynamodb", "gateway", "delete", "nope"]) == 1
+        capsys.readouterr()
+        assert toolrec(["policy", "--dynamodb", "list"]) == 0
+        out, err = capsys.readouterr()
+    assert out.strip() == "gateway crm: allows HubSpot.*, recommendation auto"
+    assert "reading the DynamoDB tables t-policy, t-connections, t-api_keys, t-query_log" in err
