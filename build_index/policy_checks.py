@@ -64,7 +64,7 @@ def open_policy_file(given: Path | None, create: bool, writes: bool) -> Path:
     elif not writes:
         raise PolicyCommandError(f"no policy file at {shown}", NOT_FOUND_EXIT)
     elif named or create:
-        say(f"creating a new policy file at {shown}")
+        say(f"no policy file at {shown} yet: this change creates it")
     else:
         raise PolicyCommandError(
             f"no policy file at {shown}: run this where `toolrec serve` ran, name the file (--file PATH or"

@@ -36,9 +36,6 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
         help="policy file (default: $TOOLREC_POLICY_FILE, else .toolrec/policy.json, which must exist)",
     )
     parser.add_argument("--create", action="store_true", help="start .toolrec/policy.json here if it is absent")
-    parser.add_argument(
-        "--index", default=None, help="the index whose tools the patterns must match (default: ./index beside the file)"
-    )
     parser.add_argument("--dynamodb", action="store_true", help="write to the DynamoDB tables instead")
     for option in _TABLE_OPTIONS:
         parser.add_argument(f"--{option.replace('_', '-')}", help=f"(default $TOOLREC_{option.upper()})")
@@ -214,12 +211,21 @@ def _verbs(kinds: Any, kind: str, help_text: str) -> Any:
     return kinds.add_parser(kind, help=help_text).add_subparsers(dest="verb", required=True)
 
 
+# On the commands that take tool patterns (where gateway put's --pin takes its --index too): an option of the
+# `policy` parser itself would be reset by a subcommand's own default for the same name.
+INDEX_HELP = (
+    "the index whose tools the patterns must match (default: ./index beside the policy file, else"
+    " $TOOLREC_INDEX_LOCATION)"
+)
+
+
 def _access_parsers(kinds: Any) -> None:
     gateway = _verbs(kinds, "gateway", "gateways")
     put = _action(gateway, "put", _gateway_put, "create or replace a gateway")
     put.add_argument("gateway_id")
     put.add_argument("--allow", nargs="*", default=[], help="'*', 'App.*' or exact tool names")
     put.add_argument("--recommendation", choices=["on", "off", "auto"], default="auto")
+    put.add_argument("--index", help=INDEX_HELP)
     _action(gateway, "delete", _gateway_delete, "delete a gateway").add_argument("gateway_id")
 
     rule = _verbs(kinds, "rule", "user access rules (deny wins; no allow rule means no tools)")
@@ -228,6 +234,7 @@ def _access_parsers(kinds: Any) -> None:
     put.add_argument("--rule-id", required=True)
     put.add_argument("--effect", choices=["allow", "deny"], required=True)
     put.add_argument("--tools", nargs="+", required=True, help="'*', 'App.*' or exact tool names")
+    put.add_argument("--index", help=INDEX_HELP)
     delete = _action(rule, "delete", _rule_delete, "delete an access rule")
     delete.add_argument("--subject", required=True)
     delete.add_argument("--rule-id", required=True)

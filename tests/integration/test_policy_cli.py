@@ -89,6 +89,9 @@ def test_a_pattern_that_matches_no_tool_is_refused(
         assert f"{pattern!r}" in err and "matches no tool of the index at" in err and hint in err, err
     assert policy.read_text() == before  # nothing written
     assert toolrec(["policy", "--file", str(policy), "gateway", "put", "chat", "--allow", "slack.*"]) == 0
+    elsewhere = ["policy", "--file", str(served_root.parent / "elsewhere.json"), *rule]
+    assert toolrec([*elsewhere, "--index", str(served_root / "index")]) == 2  # named: checked against it
+    assert "matches no tool of the index at" in capsys.readouterr().err
 
 
 def test_deleting_what_does_not_exist_says_so(served_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,14 +118,14 @@ def test_the_default_file_is_never_created_silently(
     assert f"no policy file at {tmp_path.resolve() / '.toolrec' / 'policy.json'}" in err and "--create" in err
     assert not (tmp_path / ".toolrec").exists()
     assert toolrec(["policy", "--create", *put]) == 0
-    assert "creating a new policy file at" in capsys.readouterr().err
+    assert "yet: this change creates it" in capsys.readouterr().err
     assert toolrec(["policy", "rule", "put", "--subject", "*", "--rule-id", "a", "--effect", "allow",
                     "--tools", "Slack.*"]) == 0  # fmt: skip
     err = capsys.readouterr().err
     assert f"editing {tmp_path.resolve() / '.toolrec' / 'policy.json'}" in err
     assert "not checked against a catalog: give --index" in err
     assert toolrec(["policy", "--file", str(tmp_path / "named.json"), *put]) == 0  # named: created, and said
-    assert "creating a new policy file at" in capsys.readouterr().err
+    assert "yet: this change creates it" in capsys.readouterr().err
 
 
 def test_list_reads_dynamodb_too(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
