@@ -110,7 +110,8 @@ def local_query_log_records(policy_file: Path) -> Iterator[QueryRecord]:
             f"no query log at {log.resolve()}: `toolrec serve` writes it beside its policy file on the first select"
             " (give --policy FILE, or --table for a deployment's DynamoDB query log)"
         )
-    return iter(read_query_log(log, time.time()))
+    now = time.time()  # the same view as a scan of DynamoDB's table, whose TTL drops expired records
+    return (record for record in read_query_log(log) if record.expires_at > now)
 
 
 def query_log_records(table: str, region: str | None = None, dynamodb_client: Any = None) -> Iterator[QueryRecord]:

@@ -162,27 +162,26 @@ def query_log_file(policy_file: Path) -> Path:
     return policy_file.with_suffix(".queries.jsonl")
 
 
-def read_query_log(path: Path, now: float) -> list[QueryRecord]:
-    """The unexpired select records of a query log file with their linked executions, in logged order: what
-    ``toolrec stats`` reads locally, the same view as a scan of DynamoDB's query log table."""
+def read_query_log(path: Path) -> list[QueryRecord]:
+    """Every query a file backend logged, with the executions linked to it, in the order they were logged (the
+    servers that shared the file included). A line cut short by a crash is skipped, as nothing follows from it."""
     records: dict[str, QueryRecord] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise PolicyUnavailableError(f"cannot read the query log {path}: {exc}") from exc
-    for number, line in enumerate(lines, start=1):
-        try:
-            entry = json.loads(line)
-            if entry["kind"] == "query":
-                record = QueryRecord.model_validate(entry["record"])
-                records[record.query_id] = record
-            elif entry["kind"] == "execution" and entry["query_id"] in records:
-                linked = records[entry["query_id"]]
-                execution = ExecutionRecord.model_validate(entry["record"])
-                records[linked.query_id] = linked.model_copy(update={"executions": (*linked.executions, execution)})
-        except (ValueError, KeyError, TypeError) as exc:  # JSON and pydantic errors are ValueErrors
-            raise PolicyUnavailableError(f"{path} line {number} is not a query log record") from exc
-    return [r for r in records.values() if r.expires_at > now]
+    executions: dict[str, list[ExecutionRecord]] = {}
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+                if entry["kind"] == "query":
+                    record = QueryRecord.model_validate(entry["record"])
+                    records[record.query_id] = record
+                elif entry["kind"] == "execution":
+                    executions.setdefault(entry["query_id"], []).append(ExecutionRecord.model_validate(entry["record"]))
+            except (ValueError, KeyError, TypeError):  # pydantic's ValidationError is a ValueError
+                continue
+    return [
+        record.model_copy(update={"executions": (*record.executions, *executions.get(query_id, ()))})
+        for query_id, record in records.items()
+    ]
 
 
 class FilePolicyStore:
