@@ -3,6 +3,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# `make serve PORT=8080 HOST=0.0.0.0`: where the local service listens (loopback unless you say otherwise).
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
 .PHONY: install serve test lint sam-venv package
 
@@ -16,7 +19,7 @@ install: $(BIN)/toolrec
 	$(BIN)/toolrec model prepare
 
 serve: install
-	$(BIN)/toolrec serve --host 127.0.0.1 --port 8000
+	$(BIN)/toolrec serve --host $(HOST) --port $(PORT)
 
 lint: install
 	$(BIN)/ruff check handler build_index infra tests

@@ -192,9 +192,14 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from build_index.stats import query_log_records, recommendation_stats, stats_report
+    from build_index.policy_checks import default_policy_file
+    from build_index.stats import local_query_log_records, query_log_records, recommendation_stats, stats_report
 
-    stats = recommendation_stats(query_log_records(args.table, args.region))
+    if args.table:
+        records = query_log_records(args.table, args.region)
+    else:
+        records = local_query_log_records(args.policy or default_policy_file())
+    stats = recommendation_stats(records)
     print(json.dumps(stats.as_json()) if args.json else stats_report(stats))
     return 0
 
@@ -382,7 +387,10 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.set_defaults(run=cmd_bench)
     stats = commands.add_parser("stats", help="hit rate of recommendations -> executions, from the query log")
-    stats.add_argument("--table", required=True, help="the DynamoDB query log table (TOOLREC_QUERY_LOG_TABLE)")
+    stats.add_argument("--table", help="a deployment's DynamoDB query log table (default: the local query log)")
+    stats.add_argument(
+        "--policy", type=Path, help="local policy file whose query log to read (default: .toolrec/policy.json)"
+    )
     stats.add_argument("--region", default=None, help="AWS region (default: the environment's)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
     stats.set_defaults(run=cmd_stats)

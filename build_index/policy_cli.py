@@ -2,6 +2,8 @@
 
 The backend is the local policy file (``--file``, default $TOOLREC_POLICY_FILE or .toolrec/policy.json) or
 DynamoDB (``--dynamodb``; table names from the options or the same TOOLREC_* variables the service reads).
+What a command checks first (the file it edits, tool patterns against the index, that a deleted record exists)
+is in policy_checks.py.
 """
 
 from __future__ import annotations
@@ -13,12 +15,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DEFAULT_POLICY_FILE = Path(".toolrec") / "policy.json"
+from build_index.policy_checks import (
+    NOT_FOUND_EXIT,
+    PolicyCommandError,
+    check_patterns,
+    index_for,
+    open_policy_file,
+    say,
+)
+
 _TABLE_OPTIONS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--file", type=Path, default=None, help="policy file (default: $TOOLREC_POLICY_FILE)")
+    parser.add_argument(
+        "--file",
+        "--policy",
+        type=Path,
+        default=None,
+        help="policy file (default: $TOOLREC_POLICY_FILE, else .toolrec/policy.json, which must exist)",
+    )
+    parser.add_argument("--create", action="store_true", help="start .toolrec/policy.json here if it is absent")
     parser.add_argument("--dynamodb", action="store_true", help="write to the DynamoDB tables instead")
     for option in _TABLE_OPTIONS:
         parser.add_argument(f"--{option.replace('_', '-')}", help=f"(default $TOOLREC_{option.upper()})")
@@ -30,8 +47,7 @@ def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
     from handler.settings import ENV_PREFIX  # the service's own variable names
 
     if not args.dynamodb:
-        env_file = os.environ.get(f"{ENV_PREFIX}POLICY_FILE")
-        return FilePolicyStore(args.file or (Path(env_file) if env_file else DEFAULT_POLICY_FILE))
+        return FilePolicyStore(open_policy_file(args.file, args.create, writes=not args.policy_reads))
     for option in _TABLE_OPTIONS:
         if not getattr(args, option):
             setattr(args, option, os.environ.get(f"{ENV_PREFIX}{option.upper()}"))
@@ -42,6 +58,8 @@ def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
         import boto3
 
         dynamodb_client = boto3.client("dynamodb")
+    names = ", ".join(getattr(args, option) for option in _TABLE_OPTIONS)
+    say(f"{'reading' if args.policy_reads else 'editing'} the DynamoDB tables {names}")
     return DynamoPolicyStore(dynamodb_client, tables(args))
 
 
@@ -51,14 +69,25 @@ def tables(args: argparse.Namespace) -> Any:
     return TableNames(args.policy_table, args.connections_table, args.api_keys_table, args.query_log_table)
 
 
+def _patterns_checked(args: argparse.Namespace, store: Any, patterns: tuple[str, ...]) -> tuple[str, ...]:
+    check_patterns(patterns, index_for(args.index, getattr(store, "path", None)))
+    return patterns
+
+
+def _must_exist(found: object, what: str) -> None:
+    if not found:
+        raise PolicyCommandError(f"no {what}: nothing deleted", NOT_FOUND_EXIT)
+
+
 def _gateway_put(args: argparse.Namespace, store: Any) -> str:
     from handler.policy.model import Gateway
 
     gateway = Gateway(
         gateway_id=args.gateway_id, allowed=tuple(args.allow), recommendation=args.recommendation, pinned=args.pin
     )
+    _patterns_checked(args, store, gateway.allowed)
     if gateway.pinned:
-        gateway = _catalog_pins(gateway, args.index)
+        gateway = _catalog_pins(gateway, index_for(args.index, getattr(store, "path", None)))
     store.put_gateway(gateway)
     pins = f"; pins {', '.join(gateway.pinned)}" if gateway.pinned else ""
     return f"gateway {args.gateway_id} allows {', '.join(args.allow) or 'nothing'}{pins}"
@@ -72,9 +101,7 @@ def _catalog_pins(gateway: Any, location: str | None) -> Any:
     from handler.index_store import latest_tools, open_store
     from handler.services.access import Pins
     from handler.services.tool_table import ToolTable
-    from handler.settings import ENV_PREFIX
 
-    location = location or os.environ.get(f"{ENV_PREFIX}INDEX_LOCATION")
     if not location:
         raise SystemExit("toolrec policy gateway put --pin needs --index (or $TOOLREC_INDEX_LOCATION) to check pins")
     with tempfile.TemporaryDirectory() as cache:
@@ -87,6 +114,7 @@ def _catalog_pins(gateway: Any, location: str | None) -> Any:
 
 
 def _gateway_delete(args: argparse.Namespace, store: Any) -> str:
+    _must_exist(store.gateway(args.gateway_id), f"gateway {args.gateway_id}")
     store.delete_gateway(args.gateway_id)
     return f"gateway {args.gateway_id} deleted"
 
@@ -94,11 +122,18 @@ def _gateway_delete(args: argparse.Namespace, store: Any) -> str:
 def _rule_put(args: argparse.Namespace, store: Any) -> str:
     from handler.policy.model import AccessRule
 
-    store.put_rule(AccessRule(rule_id=args.rule_id, subject=args.subject, effect=args.effect, tools=tuple(args.tools)))
+    rule = AccessRule(rule_id=args.rule_id, subject=args.subject, effect=args.effect, tools=tuple(args.tools))
+    _patterns_checked(args, store, rule.tools)
+    store.put_rule(rule)
     return f"rule {args.rule_id}: {args.effect} {args.subject} {', '.join(args.tools)}"
 
 
 def _rule_delete(args: argparse.Namespace, store: Any) -> str:
+    rules = store.access_rules(args.subject)
+    _must_exist(
+        [r for r in rules if (r.subject, r.rule_id) == (args.subject, args.rule_id)],
+        f"rule {args.rule_id} of {args.subject}",
+    )
     store.delete_rule(args.subject, args.rule_id)
     return f"rule {args.rule_id} of {args.subject} deleted"
 
@@ -128,6 +163,8 @@ def _connection_put(args: argparse.Namespace, store: Any) -> str:
 
 
 def _connection_delete(args: argparse.Namespace, store: Any) -> str:
+    connections = store.connections(args.user_id)
+    _must_exist([c for c in connections if c.app_id == args.app_id], f"connection of {args.user_id} to {args.app_id}")
     store.delete_connection(args.user_id, args.app_id)
     return f"connection of {args.user_id} to {args.app_id} deleted"
 
@@ -149,7 +186,9 @@ def _key_revoke(args: argparse.Namespace, store: Any) -> str:
     from handler.policy.keys import hash_key
 
     is_hash = len(args.key) == 64 and all(c in "0123456789abcdef" for c in args.key)
-    store.delete_api_key(args.key if is_hash else hash_key(args.key))
+    key_hash = args.key if is_hash else hash_key(args.key)
+    _must_exist(store.api_key(key_hash), "such API key")
+    store.delete_api_key(key_hash)
     return "API key revoked"
 
 
@@ -161,6 +200,27 @@ def _create_tables(args: argparse.Namespace, store: Any) -> str:
         raise SystemExit("create-tables needs --dynamodb")
     created = create_tables(store._client, store.tables)
     return f"created {', '.join(created)}" if created else "all tables exist"
+
+
+def _list(args: argparse.Namespace, store: Any) -> str:
+    document = store.document()
+    lines = [f"gateway {g.gateway_id}: allows {', '.join(g.allowed) or 'nothing'}, recommendation {g.recommendation}"
+             for g in document.gateways]  # fmt: skip
+    lines += [f"rule {r.rule_id} for {r.subject}: {r.effect} {', '.join(r.tools)}" for r in document.access_rules]
+    lines += [f"app {a.app_id}: {a.name or a.app_id}" for a in document.apps]
+    lines += [
+        f"connection {c.user_id} -> {c.app_id}: {'connected' if c.connected else 'disconnected'}"
+        + (f", scopes {', '.join(c.scopes)}" if c.scopes else "")
+        for c in document.connections
+    ]
+    lines += [f"key {k.key_id}: {'gateway ' + k.gateway_id if k.gateway_id else 'every gateway'}"
+              for k in document.api_keys]  # fmt: skip
+    return "\n".join(lines) or "the policy is empty: no gateways, rules, apps, connections or keys"
+
+
+def _show(args: argparse.Namespace, store: Any) -> str:
+    text: str = store.document().model_dump_json(indent=2, exclude_none=True)
+    return text
 
 
 Action = Callable[[argparse.Namespace, Any], str]
@@ -176,6 +236,14 @@ def _verbs(kinds: Any, kind: str, help_text: str) -> Any:
     return kinds.add_parser(kind, help=help_text).add_subparsers(dest="verb", required=True)
 
 
+# On the commands that take tool patterns (where gateway put's --pin takes its --index too): an option of the
+# `policy` parser itself would be reset by a subcommand's own default for the same name.
+INDEX_HELP = (
+    "the index whose tools the patterns must match (default: ./index beside the policy file, else"
+    " $TOOLREC_INDEX_LOCATION)"
+)
+
+
 def _access_parsers(kinds: Any) -> None:
     gateway = _verbs(kinds, "gateway", "gateways")
     put = _action(gateway, "put", _gateway_put, "create or replace a gateway")
@@ -183,7 +251,7 @@ def _access_parsers(kinds: Any) -> None:
     put.add_argument("--allow", nargs="*", default=[], help="'*', 'App.*' or exact tool names")
     put.add_argument("--recommendation", choices=["on", "off", "auto"], default="auto")
     put.add_argument("--pin", nargs="*", default=[], help="exact tool names always listed beside the meta-tools")
-    put.add_argument("--index", help="with --pin: the index the pins are checked against ($TOOLREC_INDEX_LOCATION)")
+    put.add_argument("--index", help=INDEX_HELP + "; --pin checks its names against it too")
     _action(gateway, "delete", _gateway_delete, "delete a gateway").add_argument("gateway_id")
 
     rule = _verbs(kinds, "rule", "user access rules (deny wins; no allow rule means no tools)")
@@ -192,6 +260,7 @@ def _access_parsers(kinds: Any) -> None:
     put.add_argument("--rule-id", required=True)
     put.add_argument("--effect", choices=["allow", "deny"], required=True)
     put.add_argument("--tools", nargs="+", required=True, help="'*', 'App.*' or exact tool names")
+    put.add_argument("--index", help=INDEX_HELP)
     delete = _action(rule, "delete", _rule_delete, "delete an access rule")
     delete.add_argument("--subject", required=True)
     delete.add_argument("--rule-id", required=True)
@@ -230,12 +299,14 @@ def _key_parsers(kinds: Any) -> None:
 def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -> None:
     policy = commands.add_parser("policy", help="write gateways, rules, apps, connections and API keys")
     add_backend_options(policy)
-    policy.set_defaults(run=run)
+    policy.set_defaults(run=run, policy_reads=False)
     kinds = policy.add_subparsers(dest="policy_kind", required=True)
     _access_parsers(kinds)
     _app_and_connection_parsers(kinds)
     _key_parsers(kinds)
     _action(kinds, "create-tables", _create_tables, "create the DynamoDB tables (--dynamodb)")
+    _action(kinds, "list", _list, "one line per gateway, rule, app, connection and key").set_defaults(policy_reads=True)
+    _action(kinds, "show", _show, "the whole policy as JSON (keys as sha256 only)").set_defaults(policy_reads=True)
 
 
 def run_policy(args: argparse.Namespace, dynamodb_client: Any = None) -> int:
@@ -248,4 +319,7 @@ def run_policy(args: argparse.Namespace, dynamodb_client: Any = None) -> int:
         problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
         print(f"toolrec policy: {problems}", file=sys.stderr)
         return 2
+    except PolicyCommandError as exc:
+        print(f"toolrec policy: {exc}", file=sys.stderr)
+        return exc.exit_code
     return 0

@@ -1,14 +1,18 @@
 """``toolrec serve``: the app on the embedded default — a local index directory and a local policy file.
 
-On first run it builds the index from the demo catalog (build_index/demo, the real build step) and writes
-a default policy: gateway ``default`` allowing every tool, a rule letting every user use every tool, the
+On first run it builds the index from the demo catalog (build_index/demo, the real build step, saying so) and
+writes a default policy: gateway ``default`` allowing every tool, a rule letting every user use every tool, the
 demo apps and a demo user's connections, and the bootstrap API key (``TOOLREC_API_KEY``, else generated
-and printed once). The app is wired by handler/composition.py, exactly as the Lambda function is.
+and printed once). With ``--index`` (one's own catalog) a new policy file holds the bootstrap key only: the
+demo's gateway, rules, apps and connections describe the demo's tools, not someone else's. The app is wired by
+handler/composition.py, exactly as the Lambda function is.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +36,11 @@ DEMO_CONNECTIONS = {
 }
 BOOTSTRAP_KEY_ID = "bootstrap"
 KEEP_ALIVE_SECONDS = 65
+Announce = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    """The library callers' default: tests, the bench and the load test print nothing."""
 
 
 @dataclass(frozen=True)
@@ -41,25 +50,31 @@ class EmbeddedDefault:
     new_key: str | None  # a key generated now: shown once, never stored in clear
 
 
-def demo_policy() -> PolicyDocument:
-    apps = [AppInfo.model_validate(a) for a in json.loads((DEMO_DIR / "apps.json").read_text())]
-    connections = [
-        Connection(user_id=DEMO_USER, app_id=app, account=account, scopes=scopes)
-        for app, (account, scopes) in DEMO_CONNECTIONS.items()
-    ]
+def open_access() -> PolicyDocument:
+    """Gateway ``default`` allowing every tool and a rule letting every user use every tool."""
     return PolicyDocument(
         gateways=[Gateway(gateway_id="default", allowed=("*",), recommendation="auto")],
         access_rules=[AccessRule(rule_id="everyone", subject="*", effect="allow", tools=("*",))],
-        apps=apps,
-        connections=connections,
     )
 
 
-def ensure_demo_index(index_dir: Path, embedder: Embedder) -> bool:
+def demo_policy() -> PolicyDocument:
+    """Open access plus the demo catalog's apps and the demo user's connections."""
+    document = open_access()
+    document.apps = [AppInfo.model_validate(a) for a in json.loads((DEMO_DIR / "apps.json").read_text())]
+    document.connections = [
+        Connection(user_id=DEMO_USER, app_id=app, account=account, scopes=scopes)
+        for app, (account, scopes) in DEMO_CONNECTIONS.items()
+    ]
+    return document
+
+
+def ensure_demo_index(index_dir: Path, embedder: Embedder, announce: Announce = _quiet) -> bool:
     """Build the demo catalog into ``index_dir`` unless it already holds a build made with this model; True
     when built now. A demo built with another model (an upgrade shipped a new one) is rebuilt, since the
     service would refuse it; the previous build stays in place until the new one is published."""
-    if _latest_model_fingerprint(index_dir) == embedder.fingerprint:
+    existing = _latest_model_fingerprint(index_dir)
+    if existing == embedder.fingerprint:
         return False
     from build_index.build import build_index
     from build_index.catalog_io import read_catalogs
@@ -67,7 +82,11 @@ def ensure_demo_index(index_dir: Path, embedder: Embedder) -> bool:
     from build_index.publish import publish
 
     tools = read_catalogs([DEMO_DIR / "tools.jsonl"])
+    why = "first run" if existing is None else "the model changed"
+    announce(f"building the demo index ({len(tools)} tools) in {index_dir} ({why}, a few seconds)...")
+    started = time.perf_counter()
     publish(build_index(tools, embedder, MODEL_ID, progress=False), str(index_dir))
+    announce(f"built the demo index in {time.perf_counter() - started:.1f} s")
     return True
 
 
@@ -83,9 +102,11 @@ def _latest_model_fingerprint(index_dir: Path) -> str | None:
         return None  # no demo yet, or a damaged one: build it
 
 
-def ensure_policy(policy_file: Path, api_key: str | None) -> str | None:
-    """Write the default policy if absent; make sure a bootstrap key works. Returns a newly generated key."""
-    write_if_absent(policy_file, demo_policy())  # under the writer lock: a concurrent `toolrec policy` survives
+def ensure_policy(policy_file: Path, api_key: str | None, new_policy: PolicyDocument | None = None) -> str | None:
+    """Write ``new_policy`` (default: the demo's) if the file is absent; make sure a bootstrap key works.
+    Returns a newly generated key."""
+    # Under the writer lock: a concurrent `toolrec policy` survives.
+    write_if_absent(policy_file, demo_policy() if new_policy is None else new_policy)
     store = FilePolicyStore(policy_file)
     if api_key:
         if store.api_key(hash_key(api_key)) is None:
@@ -101,17 +122,35 @@ def ensure_policy(policy_file: Path, api_key: str | None) -> str | None:
 
 
 def prepare_embedded_default(
-    root: Path, embedder: Embedder, api_key: str | None, index: str | None = None, policy: Path | None = None
+    root: Path,
+    embedder: Embedder,
+    api_key: str | None,
+    index: str | None = None,
+    policy: Path | None = None,
+    announce: Announce = _quiet,
 ) -> EmbeddedDefault:
     index_location = index or str(root / "index")
     if index is None:
-        ensure_demo_index(Path(index_location), embedder)
+        ensure_demo_index(Path(index_location), embedder, announce)
     policy_file = policy or root / "policy.json"
-    return EmbeddedDefault(index_location, policy_file, ensure_policy(policy_file, api_key))
+    is_new = not policy_file.exists()
+    new_key = ensure_policy(policy_file, api_key, None if index is None else PolicyDocument())
+    if is_new and index is not None:
+        edit = f"toolrec policy --file {policy_file}"
+        announce(
+            f"created {policy_file} with no gateways or rules: no user may use a tool until a rule allows it"
+            f" ({edit} rule put --subject '*' --rule-id everyone --effect allow --tools '*'), and MCP serves a"
+            f" gateway ({edit} gateway put default --allow '*')"
+        )
+    return EmbeddedDefault(index_location, policy_file, new_key)
 
 
 def embedded_app(
-    root: Path, api_key: str | None, index: str | None = None, policy: Path | None = None
+    root: Path,
+    api_key: str | None,
+    index: str | None = None,
+    policy: Path | None = None,
+    announce: Announce = _quiet,
 ) -> tuple[FastAPI, EmbeddedDefault]:
     """The app ``toolrec serve`` runs, built by the same composition root as the Lambda function."""
     from handler.composition import build_app
@@ -127,7 +166,7 @@ def embedded_app(
     if api_key is None and settings.api_key is not None:
         api_key = settings.api_key.get_secret_value()
     embedder = OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
-    default = prepare_embedded_default(root, embedder, api_key, index, policy)
+    default = prepare_embedded_default(root, embedder, api_key, index, policy, announce)
     return build_app(settings, embedder=embedder), default
 
 
@@ -136,7 +175,7 @@ def serve(host: str, port: int, root: Path, api_key: str | None, index: str | No
 
     from build_index.serve_http import ErrorBodyH11Protocol
 
-    app, default = embedded_app(root, api_key, index, policy)
+    app, default = embedded_app(root, api_key, index, policy, announce=lambda line: print(line, flush=True))
     if default.new_key:
         print(f"API key (shown once; set TOOLREC_API_KEY to choose your own): {default.new_key}", flush=True)
     print(f"toolrec on http://{host}:{port}  index {default.index_location}  policy {default.policy_file}", flush=True)

@@ -1,4 +1,5 @@
-"""``toolrec stats``: was the recommended tool the one used? Computed from the query log.
+"""``toolrec stats``: was the recommended tool the one used? Computed from the query log: a deployment's
+DynamoDB table, or the local file ``toolrec serve`` appends to (``policy.queries.jsonl`` beside the policy file).
 
 Each select request logs what it recommended per task; each execution that carries the ``query_id`` is appended to
 that record. An execution is a *hit* when the tool run is one of the tools recommended by that query, and its rank
@@ -11,8 +12,10 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from handler.errors import PolicyUnavailableError
 from handler.policy.model import QueryRecord
 
 
@@ -95,6 +98,20 @@ def stats_report(stats: RecommendationStats) -> str:
         outcomes = ", ".join(f"{name}: {n}" for name, n in sorted(stats.outcomes.items()))
         lines.append(f"  outcomes                 {outcomes}")
     return "\n".join(lines)
+
+
+def local_query_log_records(policy_file: Path) -> Iterator[QueryRecord]:
+    """The unexpired records of the query log beside a local policy file."""
+    from handler.policy.file_store import query_log_file, read_query_log
+
+    log = query_log_file(policy_file)
+    if not log.is_file():
+        raise PolicyUnavailableError(
+            f"no query log at {log.resolve()}: `toolrec serve` writes it beside its policy file on the first select"
+            " (give --policy FILE, or --table for a deployment's DynamoDB query log)"
+        )
+    now = time.time()  # the same view as a scan of DynamoDB's table, whose TTL drops expired records
+    return (record for record in read_query_log(log) if record.expires_at > now)
 
 
 def query_log_records(table: str, region: str | None = None, dynamodb_client: Any = None) -> Iterator[QueryRecord]:

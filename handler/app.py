@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from handler import observability
 from handler.api.errors import install_error_handlers
 from handler.api.limits import BodySizeLimit
-from handler.api.routes import apps, execute, health, mcp, providers, tools
+from handler.api.routes import apps, docs, execute, health, mcp, providers, tools
 from handler.api.schemas import MAX_BODY_BYTES, ErrorBody
 from handler.embedder import Embedder
 from handler.execute.base import ToolExecutor
@@ -33,7 +33,10 @@ ROUTERS: tuple[APIRouter, ...] = (
     providers.router,
     health.router,
     mcp.router,
+    docs.router,
 )
+# Routers outside the API's error contract: no auth, no error bodies documented.
+_UNAUTHENTICATED = (health.router, docs.router)
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": description}
     for status, description in [
@@ -59,12 +62,14 @@ def create_app(
         title="toolrec",
         version="1.0",
         description="Tool recommendation for AI agents: select, search and list apps (PRODUCT.md §2).",
+        docs_url=None,  # served by routes/docs.py from local files; FastAPI's loads them from a CDN
+        redoc_url=None,  # ReDoc loads from a CDN too, and nothing names it
     )
     app.state.services = Services.build(settings, index_holder, embedder, policy_store)
     # executors: kind -> adapter (http, mcp, lambda by default); tests inject a Lambda client this way.
     app.state.execution = build_execution(app.state.services, executors)
     for router in (*ROUTERS, *extra_routers):
-        responses = _ERROR_RESPONSES if router is not health.router else {}
+        responses = {} if router in _UNAUTHENTICATED else _ERROR_RESPONSES
         app.include_router(router, responses=responses)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)

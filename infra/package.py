@@ -40,10 +40,22 @@ LOCK_FILE = REPO_ROOT / "infra" / "lambda-requirements.txt"
 PYTHON_VERSION = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux2014_x86_64")
 # Pulled in by a dependency but never imported on the request path; leaving them out keeps the unzipped package
-# under Lambda's 250 MB. uvicorn: the local server only. huggingface-hub and its own dependencies: tokenizers
+# under Lambda's 250 MB. uvicorn and swagger-ui-bundle (/docs' assets, unrouted in template.yaml): the local
+# server only. huggingface-hub and its own dependencies: tokenizers
 # needs it only for from_pretrained (downloads), and the service loads tokenizer.json from the model directory.
 EXCLUDED = frozenset(
-    {"uvicorn", "huggingface-hub", "hf-xet", "fsspec", "filelock", "tqdm", "pyyaml", "typer", "shellingham"}
+    {
+        "uvicorn",
+        "swagger-ui-bundle",
+        "huggingface-hub",
+        "hf-xet",
+        "fsspec",
+        "filelock",
+        "tqdm",
+        "pyyaml",
+        "typer",
+        "shellingham",
+    }
 )
 # Inside installed packages: tests and offline tooling the service never imports.
 PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools")

@@ -16,12 +16,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from build_index.shared_data import shared_dir
+from handler.api.schemas import MAX_TASK_CHARS
 from handler.catalog import Tool
 from handler.ranking.query import task_parts
 from handler.ranking.text import index_text
 from handler.tool_names import name_key
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SOURCES = (
     "catalogs/arcade/tools_full.jsonl",
     "benchmarks/toolret/tools.jsonl",
@@ -64,8 +65,8 @@ def _pool(shared: Path) -> list[Tool]:
     return pool
 
 
-def grow_catalog(size: int, shared: Path = SHARED) -> list[Tool]:
-    pool = _pool(shared)
+def grow_catalog(size: int, shared: Path | None = None) -> list[Tool]:
+    pool = _pool(shared or shared_dir())
     tools = pool[:size]
     replica = 2
     while len(tools) < size:
@@ -84,11 +85,24 @@ def action_tasks(queries: Sequence[str]) -> list[str]:
     return [task for query in queries for task in (task_parts(query) or (query,))][: len(queries)]
 
 
-def bench_queries(count: int, shared: Path = SHARED) -> list[str]:
-    """A fixed mix of real benchmark queries (only their text is used: nothing is scored here)."""
+def bench_queries(count: int, shared: Path | None = None) -> tuple[list[str], int]:
+    """A fixed mix of real benchmark queries (only their text is used: nothing is scored here), and how many
+    were passed over on the way for being longer than a REST task may be (MAX_TASK_CHARS): select over HTTP
+    refuses them with a 400, so in-process and HTTP figures are measured on the same queries, the ones a client
+    can send. Skipping before counting keeps the first queries of the fixed order (and earlier figures) as
+    they were."""
     queries: list[str] = []
     for name in QUERY_SOURCES:
-        lines = (shared / "benchmarks" / name / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-        queries.extend(str(json.loads(line)["query"]) for line in lines)
+        path = (shared or shared_dir()) / "benchmarks" / name / "queries.jsonl"
+        queries.extend(str(json.loads(line)["query"]) for line in path.read_text(encoding="utf-8").splitlines())
     random.Random(1).shuffle(queries)  # noqa: S311 - a fixed, reproducible order
-    return queries[:count]
+    chosen: list[str] = []
+    over_limit = 0
+    for query in queries:
+        if len(chosen) == count:
+            break
+        if len(query.strip()) > MAX_TASK_CHARS:  # the API strips a task before measuring it
+            over_limit += 1
+        else:
+            chosen.append(query)
+    return chosen, over_limit

@@ -31,6 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ValidationError
 
 from handler.errors import PolicyUnavailableError
+from handler.policy.file_store import PolicyDocument  # the whole policy as one record, whatever the backend
 from handler.policy.model import (
     AccessRule,
     ApiKeyRecord,
@@ -100,6 +101,22 @@ class DynamoPolicyStore:
     def api_key(self, key_hash: str) -> ApiKeyRecord | None:
         item = self._get(self.tables.api_keys, {"key_hash": key_hash})
         return None if item is None else _from_item(ApiKeyRecord, item)
+
+    def document(self) -> PolicyDocument:
+        """Every gateway, rule, app, connection and key: full scans, for ``toolrec policy list``/``show`` only."""
+        document = PolicyDocument()
+        for item in self._scan(self.tables.policy):
+            if item["pk"]["S"].startswith("GATEWAY#"):
+                document.gateways.append(_from_item(Gateway, item))
+            else:
+                document.access_rules.append(_from_item(AccessRule, item))
+        for item in self._scan(self.tables.connections):
+            if item["pk"]["S"] == "APPS":
+                document.apps.append(_from_item(AppInfo, item))
+            else:
+                document.connections.append(_from_item(Connection, item))
+        document.api_keys = [_from_item(ApiKeyRecord, item) for item in self._scan(self.tables.api_keys)]
+        return document
 
     # Query log.
     def put_query(self, record: QueryRecord) -> None:
@@ -192,6 +209,18 @@ class DynamoPolicyStore:
                 request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
         except (BotoCoreError, ClientError) as exc:
             raise PolicyUnavailableError(f"cannot query {table}: {exc}") from exc
+
+    def _scan(self, table: str) -> Iterator[dict[str, Any]]:
+        request: dict[str, Any] = {"TableName": table}
+        try:
+            while True:
+                response = self._client.scan(**request)
+                yield from response.get("Items", [])
+                if "LastEvaluatedKey" not in response:
+                    return
+                request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        except (BotoCoreError, ClientError) as exc:
+            raise PolicyUnavailableError(f"cannot scan {table}: {exc}") from exc
 
     def _put(self, table: str, item: dict[str, Any]) -> None:
         try:

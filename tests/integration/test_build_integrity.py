@@ -15,19 +15,19 @@ from moto import mock_aws
 from build_index.build import build_index
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.catalog import Tool
 from handler.embedder import OnnxEmbedder
 from handler.errors import IndexUnavailableError, IntegrityError
 from handler.index_format import BUILDS, MANIFEST, BuiltIndex, load_build
 from handler.index_store import LocalIndexStore, S3IndexStore, load_latest
 from handler.model_files import sha256_file
+from tests.support.serving import demo_tools
 
 BUCKET = "toolrec-integrity"
 
 
 @pytest.fixture(scope="module")
-def built(arcade_tools: list[Tool], embedder: OnnxEmbedder) -> BuiltIndex:
-    return build_index(arcade_tools[:12], embedder, MODEL_ID, progress=False)
+def built(embedder: OnnxEmbedder) -> BuiltIndex:
+    return build_index(demo_tools()[:12], embedder, MODEL_ID, progress=False)  # the project's own catalog
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""``toolrec stats`` on a query log in DynamoDB (moto): select records written and executions linked through the
-real store, then the hit rate read back by the command."""
+"""``toolrec stats`` on a query log in DynamoDB (moto) and on the local one `toolrec serve` appends to: select
+records written and executions linked through the real store, then the hit rate read back by the command."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import boto3
 import pytest
@@ -16,6 +17,7 @@ from build_index import cli
 from build_index.stats import recommendation_stats, stats_report
 from handler.policy.dynamodb_schema import create_tables
 from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
+from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_document
 from handler.policy.model import ExecutionRecord, QueryRecord
 
 TABLES = TableNames("policy", "connections", "api-keys", "query-log")
@@ -49,7 +51,7 @@ def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[DynamoPolicyStore]:
         yield DynamoPolicyStore(client, TABLES)
 
 
-def test_stats_command_reads_the_query_log(store: DynamoPolicyStore, capsys: pytest.CaptureFixture[str]) -> None:
+def fill(store: DynamoPolicyStore | FilePolicyStore) -> None:
     store.put_query(query("q1", (("Slack.SendMessage", "Slack.ListChannels"), ("GitHub.CreateIssue",))))
     store.put_query(query("q2", (("Gmail.Send", "Slack.SendMessage"),)))
     store.put_query(query("q3", (("Weather.Get",),)))  # recommended, never followed
@@ -60,7 +62,9 @@ def test_stats_command_reads_the_query_log(store: DynamoPolicyStore, capsys: pyt
     store.record_execution("q2", ran("Jira.CreateTicket"))  # not recommended: a miss
     store.record_execution("old", ran("Weather.Get"))
 
-    assert cli.main(["stats", "--table", TABLES.query_log, "--json"]) == 0
+
+def assert_figures(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["stats", *args, "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)
     assert figures["queries"] == 3 and figures["queries_followed"] == 2
     assert (figures["executions"], figures["hits"], figures["hits_at_1"]) == (4, 3, 2)
@@ -68,8 +72,27 @@ def test_stats_command_reads_the_query_log(store: DynamoPolicyStore, capsys: pyt
     assert figures["rank_counts"] == {"1": 2, "2": 1}
     assert figures["outcomes"] == {"ok": 3, "executor_timeout": 1}
 
-    assert cli.main(["stats", "--table", TABLES.query_log]) == 0
+    assert cli.main(["stats", *args]) == 0
     assert "recommended tool used    3 (75.0%)" in capsys.readouterr().out
+
+
+def test_stats_command_reads_the_query_log(store: DynamoPolicyStore, capsys: pytest.CaptureFixture[str]) -> None:
+    fill(store)
+    assert_figures(["--table", TABLES.query_log], capsys)
+
+
+def test_stats_command_reads_the_local_query_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / ".toolrec" / "policy.json"
+    write_document(policy, PolicyDocument())
+    fill(FilePolicyStore(policy))  # what a local server appends to .toolrec/policy.queries.jsonl
+    assert_figures(["--policy", str(policy)], capsys)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TOOLREC_POLICY_FILE", raising=False)
+    assert_figures([], capsys)  # the default: the log of ./.toolrec/policy.json, as `toolrec serve` left it
+    assert cli.main(["stats", "--policy", str(tmp_path / "other.json")]) == 2
+    assert "no query log at" in capsys.readouterr().err
 
 
 def test_empty_log_has_no_rates() -> None:

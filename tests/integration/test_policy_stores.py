@@ -149,3 +149,24 @@ def test_cache_serves_until_ttl(tmp_path: Path) -> None:
     assert cached.gateway("g") is not None  # still cached
     now[0] = 31.0
     assert cached.gateway("g") is None
+
+
+def test_the_whole_policy_reads_back_from_either_backend(store: Any) -> None:
+    """What `toolrec policy list` and `show` print: every record of every kind, from the file or the tables."""
+    gateway = Gateway(gateway_id="support", allowed=("Zendesk.*",), recommendation="on")
+    rules = [AccessRule(rule_id="all", subject="*", effect="allow", tools=("*",)),
+             AccessRule(rule_id="no-billing", subject="ana", effect="deny", tools=("Stripe.*",))]  # fmt: skip
+    app = AppInfo(app_id="Slack", name="Slack")
+    connection = Connection(user_id="ana", app_id="Slack", scopes=("chat:write",))
+    key = ApiKeyRecord(key_id="k1", key_hash=hash_key(generate_key()))
+    store.put_gateway(gateway)
+    for rule in rules:
+        store.put_rule(rule)
+    store.put_app(app)
+    store.put_connection(connection)
+    store.put_api_key(key)
+
+    document = store.document()
+    assert document.gateways == [gateway] and document.apps == [app] and document.connections == [connection]
+    assert sorted(document.access_rules, key=lambda r: r.rule_id) == rules
+    assert document.api_keys == [key]

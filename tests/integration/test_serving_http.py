@@ -1,5 +1,6 @@
 """`toolrec serve` as a user runs it: a subprocess on a free 127.0.0.1 port that builds the demo on first run,
-answered over real HTTP — including README's curl example, run as written (only the port differs)."""
+answered over real HTTP — including README's curl example and every `python` block of README, run as written
+(only the port differs)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,18 @@ import httpx
 import pytest
 
 from build_index.loopback import serve_subprocess, stop
+from build_index.serve import DEMO_DIR
+from handler.api.schemas import (
+    MAX_CONTEXT_CHARS,
+    MAX_TASK_CHARS,
+    MAX_TASKS,
+    SELECT_TOP_K_DEFAULT,
+    SELECT_TOP_K_MAX,
+)
 from tests.conftest import REPO_ROOT
 
 TOOLREC = str(Path(sys.executable).parent / "toolrec")
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
 class Server:
@@ -77,6 +87,61 @@ def test_readme_example_against_toolrec_serve(tmp_path: Path) -> None:
         assert found and not any(name.startswith("Slack.") for name in found)
 
 
+def readme_own_catalog_block() -> list[str]:
+    block = re.search(
+        r"^    (\.venv/bin/toolrec build --catalog tools\.jsonl --out mine/index\n.*?)\n\n", README, re.M | re.S
+    )
+    assert block, "README.md lost its own-catalog example"
+    return [line.strip() for line in block.group(1).splitlines()]
+
+
+@pytest.mark.slow
+def test_readme_serves_ones_own_catalog_as_written(tmp_path: Path) -> None:
+    *setup, serve_line = [
+        line.replace(".venv/bin/", f"{Path(sys.executable).parent}/")
+        .replace("tools.jsonl", str(DEMO_DIR / "tools.jsonl"))
+        .replace("mine/", f"{tmp_path}/mine/")
+        for line in readme_own_catalog_block()
+    ]
+    for line in setup:
+        subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, timeout=120, check=True)
+    env_part, _, command = serve_line.partition(" ")
+    assert env_part == "TOOLREC_API_KEY=dev-key" and " serve " in command
+    args = command.split(" serve ", 1)[1].split()
+    with serve_subprocess(args, {"TOOLREC_API_KEY": "dev-key"}, startup_timeout_s=120) as (url, _):
+        body = {"tasks": ["send a Slack message to #ops"], "user_id": "anyone"}
+        answer = httpx.post(f"{url}/v1/tools/select", json=body, headers={"Authorization": "Bearer dev-key"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["results"][0]["suggestions"][0]["tool_name"] == "Slack.SendMessage"
+
+
+def test_readme_states_the_limits_the_api_enforces() -> None:
+    assert f"**1 to {MAX_TASKS} `tasks`**" in README and f"at most {MAX_TASK_CHARS:,} characters" in README
+    assert f"`top_k` (default {SELECT_TOP_K_DEFAULT}, at most {SELECT_TOP_K_MAX})" in README
+    assert f"(at most {MAX_CONTEXT_CHARS:,} characters" in README
+
+
+def readme_python_blocks() -> list[str]:
+    blocks = re.findall(r"^```python\n(.*?)^```$", README, re.M | re.S)
+    assert blocks, "README.md lost its python examples"
+    return blocks
+
+
+@pytest.mark.slow
+def test_readme_python_blocks_run_against_toolrec_serve(tmp_path: Path) -> None:
+    env = {"TOOLREC_API_KEY": "dev-key"}
+    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
+        for number, block in enumerate(readme_python_blocks()):
+            script = tmp_path / f"readme_{number}.py"
+            script.write_text(block.replace("http://127.0.0.1:8000", url), encoding="utf-8")
+            completed = subprocess.run(
+                [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+            )
+            assert completed.returncode == 0, completed.stderr
+            if "/mcp/default" in block:
+                assert "send a Slack message to #ops -> ['Slack.SendMessage'" in completed.stdout, completed.stdout
+
+
 @pytest.mark.slow
 def test_a_generated_key_is_printed_once(tmp_path: Path) -> None:
     env = {"TOOLREC_API_KEY": ""}
@@ -84,9 +149,21 @@ def test_a_generated_key_is_printed_once(tmp_path: Path) -> None:
         output = server.stop()
     key = re.search(r"API key \(shown once.*?\): (\S+)", output)
     assert key, output
+    assert re.search(r"building the demo index \(96 tools\) in \S+ \(first run, a few seconds\)", output), output
     with toolrec_serve(tmp_path / "root", env) as (url, server):
         headers = {"Authorization": f"Bearer {key.group(1)}"}
         apps = httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}, headers=headers)
         assert apps.status_code == 200 and apps.json()["total"] == 13
         assert httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}).status_code == 401
-        assert "API key" not in server.stop()
+        output = server.stop()
+        assert "API key" not in output and "building" not in output  # built once
+
+
+def test_make_serve_takes_port_and_host() -> None:
+    result = subprocess.run(
+        ["make", "-n", "serve", "PORT=8123", "HOST=0.0.0.0"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "toolrec serve --host 0.0.0.0 --port 8123" in result.stdout
+    default = subprocess.run(["make", "-n", "serve"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert "toolrec serve --host 127.0.0.1 --port 8000" in default.stdout
