@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from handler.errors import CatalogError, ToolrecError
 from handler.model_files import default_model_dir
 
 Command = Callable[[argparse.Namespace], int]
+HEADER_HELP = "sent to every --from-mcp server (repeatable); ${VAR} and ${secretsmanager:ID} are filled in"
 
 
 def _model_dir_option(parser: argparse.ArgumentParser) -> None:
@@ -65,8 +67,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     tools = read_catalogs(args.catalog) if args.catalog else []
     if args.from_mcp:
         from build_index.mcp_ingest import merge, tools_from_mcp
+        from build_index.upstream_headers import parse_headers, resolve_headers
 
-        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out))
+        headers = resolve_headers(parse_headers(args.header), os.environ)
+        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out, headers))
     if not tools:
         raise CatalogError("nothing to build: give --catalog and/or --from-mcp")
     model_dir = args.model_dir or default_model_dir()
@@ -271,6 +275,7 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--from-mcp", action="append", metavar="URL", help="an MCP server's tools/list (repeatable)")
     build.add_argument("--mcp-app", default=None, help="App name for --from-mcp tools (default: the server's name)")
     build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
+    build.add_argument("--header", action="append", metavar="'NAME: VALUE'", help=HEADER_HELP)
     build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_dir_option(build)

@@ -117,3 +117,19 @@ def upstream_mcp_server() -> MCPServer:
 def upstream_mcp_app() -> Any:
     """The upstream server as an ASGI app at ``/mcp`` (stateless JSON, as most hosted MCP servers run)."""
     return upstream_mcp_server().streamable_http_app(json_response=True, stateless_http=True)
+
+
+def bearer_protected(app: Any, token: str, *, status: int = 401) -> Any:
+    """``app`` behind a bearer token, as hosted MCP servers run: a request without it gets ``status``, no MCP."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            refusal = JSONResponse(
+                {"error": "invalid_token"}, status_code=status, headers={"WWW-Authenticate": "Bearer"}
+            )
+            await refusal(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return guarded
