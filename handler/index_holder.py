@@ -95,6 +95,10 @@ class IndexHolder:
             raise IndexUnavailableError(self._reason or "no tool index is loaded yet")
         return snapshot
 
+    def expire(self) -> None:
+        """Make the next request check LATEST, whatever the clock says (after a SnapStart restore)."""
+        self._next_check = float("-inf")
+
     def poll(self) -> None:
         """Run the periodic LATEST check if it is due, without raising (for /healthz)."""
         with contextlib.suppress(IndexUnavailableError):

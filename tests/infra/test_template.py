@@ -109,6 +109,26 @@ def test_function_shape(translated: dict[str, Any]) -> None:
     assert props["MemorySize"] == 1769
 
 
+def test_snapstart_serves_a_published_version_through_an_alias(translated: dict[str, Any]) -> None:
+    (function_id,) = resources_of_type(translated, "AWS::Lambda::Function")
+    props = translated["Resources"][function_id]["Properties"]
+    assert props["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert props.get("EphemeralStorage", {"Size": 512})["Size"] <= 512  # SnapStart refuses more
+    assert "FileSystemConfigs" not in props
+    (alias,) = resources_of_type(translated, "AWS::Lambda::Alias").values()
+    assert alias["Properties"]["Name"] == "live"
+    version_id = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+    assert translated["Resources"][version_id]["Type"] == "AWS::Lambda::Version"
+    # SnapStart applies to versions only: every route must invoke the alias, never $LATEST.
+    (api,) = resources_of_type(translated, "AWS::ApiGatewayV2::Api").values()
+    for methods in api["Properties"]["Body"]["paths"].values():
+        for operation in methods.values():
+            uri = json.dumps(operation["x-amazon-apigateway-integration"]["uri"])
+            assert "Aliaslive" in uri, uri
+    for permission in resources_of_type(translated, "AWS::Lambda::Permission").values():
+        assert "Aliaslive" in json.dumps(permission["Properties"]["FunctionName"])
+
+
 def test_http_api_routes_are_explicit(translated: dict[str, Any]) -> None:
     (api,) = resources_of_type(translated, "AWS::ApiGatewayV2::Api").values()
     paths = api["Properties"]["Body"]["paths"]
