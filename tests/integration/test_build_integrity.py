@@ -18,7 +18,7 @@ from build_index.publish import publish
 from handler.catalog import Tool
 from handler.embedder import OnnxEmbedder
 from handler.errors import IndexUnavailableError, IntegrityError
-from handler.index_format import BUILDS, MANIFEST, BuiltIndex, load_build
+from handler.index_format import BUILDS, MANIFEST, BuiltIndex, catalog_digest, load_build
 from handler.index_store import LocalIndexStore, S3IndexStore, load_latest
 from handler.model_files import sha256_file
 
@@ -80,10 +80,10 @@ def edit_manifest(build_dir: Path, change: dict[str, Any]) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
 
 
-@pytest.mark.parametrize("version", [3, 0, "2", None, True])
+@pytest.mark.parametrize("version", [4, 0, "2", None, True])
 def test_an_unknown_schema_version_is_refused(build_dir: Path, embedder: OnnxEmbedder, version: object) -> None:
     edit_manifest(build_dir, {"schema_version": version})
-    with pytest.raises(IntegrityError, match=rf"unknown index schema version {version!r}; this toolrec reads 1 and 2"):
+    with pytest.raises(IntegrityError, match=rf"unknown index schema version {version!r}; this toolrec reads 1, 2, 3"):
         load_build(build_dir, embedder.fingerprint)
 
 
@@ -100,6 +100,26 @@ def as_schema_1(build_dir: Path) -> None:
     (build_dir / "tools.jsonl").unlink()
     (build_dir / "tool_keys.json").unlink()
     rehash(build_dir, schema_version=1)
+
+
+def test_a_schema_2_build_without_a_catalog_digest_still_serves(
+    built: BuiltIndex, build_dir: Path, embedder: OnnxEmbedder
+) -> None:
+    manifest = json.loads((build_dir / MANIFEST).read_text())
+    assert manifest["schema_version"] == 3 and manifest["catalog_sha256"] == catalog_digest(built.tools)
+    del manifest["catalog_sha256"]
+    (build_dir / MANIFEST).write_text(json.dumps({**manifest, "schema_version": 2}))
+    previous = load_build(build_dir, embedder.fingerprint)
+    assert previous.manifest.catalog_sha256 is None
+    assert list(previous.tools) == list(built.tools)
+
+
+def test_the_catalog_digest_ignores_order_and_sees_any_change(built: BuiltIndex) -> None:
+    tools = list(built.tools)
+    assert catalog_digest(tools[::-1]) == catalog_digest(tools)
+    changed = [tools[0].model_copy(update={"description": tools[0].description + " now"}), *tools[1:]]
+    assert catalog_digest(changed) != catalog_digest(tools)
+    assert catalog_digest(tools[1:]) != catalog_digest(tools)
 
 
 def test_a_schema_1_build_still_serves(built: BuiltIndex, build_dir: Path, embedder: OnnxEmbedder) -> None:
