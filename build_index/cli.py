@@ -84,8 +84,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     from build_index.model_prepare import MODEL_ID
-    from build_index.refresh import parse_upstreams, refresh, upstreams_from
-    from build_index.upstream_headers import parse_headers
+    from build_index.refresh import refresh
+    from build_index.upstream_headers import parse_headers, parse_upstreams, upstreams_from
 
     if bool(args.upstreams) == bool(args.from_mcp):
         raise CatalogError("give either --from-mcp URL or --upstreams JSON")

@@ -9,62 +9,20 @@ The same function runs locally (``toolrec refresh``) and on the schedule (build_
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from build_index.build import build_index
 from build_index.mcp_ingest import ingest, merge
 from build_index.publish import publish
-from build_index.upstream_headers import SecretReader, parse_header, resolve_headers
+from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
 from handler.catalog import Tool
 from handler.embedder import Embedder
-from handler.errors import CatalogError
 from handler.index_format import MANIFEST, catalog_digest, load_build, read_manifest
 from handler.index_store import open_store
-
-
-class Upstream(BaseModel):
-    """One upstream server as the refresh configuration names it (``TOOLREC_REFRESH_UPSTREAMS``, ``--upstreams``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    url: str = Field(pattern=r"^https?://")
-    app: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict, description="values may hold ${VAR} / ${secretsmanager:ID}")
-
-
-def parse_upstreams(text: str) -> list[Upstream]:
-    """A JSON list of ``{"url", "app"?, "headers"?}``; header values keep their placeholders."""
-    try:
-        raw: Any = json.loads(text)
-    except ValueError as exc:
-        raise CatalogError(f"the upstream list is not JSON ({exc})") from None
-    return upstreams_from(raw)
-
-
-def upstreams_from(raw: Any) -> list[Upstream]:
-    if not isinstance(raw, list) or not raw:
-        raise CatalogError("the upstream list must be a non-empty JSON list of {url, app, headers}")
-    upstreams = []
-    for position, item in enumerate(raw):
-        try:
-            upstreams.append(Upstream.model_validate(item))
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(map(str, (position, *problem["loc"])))
-            raise CatalogError(f"the upstream list is not valid: {where}: {problem['msg']}") from None
-    for upstream in upstreams:
-        for name, value in upstream.headers.items():
-            parse_header(f"{name}: {value}")  # the same rules as --header
-    if len({u.url for u in upstreams}) != len(upstreams):
-        raise CatalogError("the upstream list names a server twice")
-    return upstreams
 
 
 @dataclass(frozen=True)
@@ -98,7 +56,6 @@ def refresh(
     model_id: str,
     environ: Mapping[str, str],
     *,
-    cache_dir: Path | None = None,
     s3_client: Any = None,
     read_secret: SecretReader | None = None,
 ) -> RefreshResult:
@@ -106,7 +63,7 @@ def refresh(
     store = open_store(location, s3_client)
     with tempfile.TemporaryDirectory(prefix="toolrec-refresh-") as scratch:
         build_id = store.latest_build_id()  # none published: IndexNotPublishedError says to run `toolrec build`
-        directory = store.fetch(build_id, cache_dir or Path(scratch))
+        directory = store.fetch(build_id, Path(scratch))
         manifest = read_manifest((directory / MANIFEST).read_bytes())
         # Verified against its own model: a build from another model is still a valid source of tool records.
         current = list(load_build(directory, manifest.model.fingerprint).tools)

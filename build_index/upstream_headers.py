@@ -1,4 +1,5 @@
-"""HTTP headers for reaching an upstream MCP server, with credentials kept out of command lines and files.
+"""How toolrec reaches an upstream MCP server: its URL, the App its tools get, and HTTP headers whose credentials
+stay out of command lines and files.
 
 A header is written ``Name: value``; the value may hold placeholders that are filled in just before the request:
 
@@ -7,15 +8,19 @@ A header is written ``Name: value``; the value may hold placeholders that are fi
   function, whose role may read exactly those secrets): ``Authorization: Bearer ${secretsmanager:toolrec/acme/crm}``.
 
 The same spelling works in ``toolrec build --header``, ``toolrec refresh --header`` and the refresh function's
-configuration, so a header tested locally is the header deployed. Resolved values are never logged or written.
+configuration (``Upstream``: a tenant file's ``[[upstreams]]``, ``TOOLREC_REFRESH_UPSTREAMS``), so a header tested
+locally is the header deployed. Resolved values are never logged or written.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from handler.errors import CatalogError
 
@@ -86,3 +91,41 @@ def secrets_manager_reader(client: Any = None) -> SecretReader:
         return value.strip()
 
     return read
+
+
+class Upstream(BaseModel):
+    """One upstream server as the refresh configuration names it (``TOOLREC_REFRESH_UPSTREAMS``, ``--upstreams``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(pattern=r"^https?://")
+    app: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict, description="values may hold ${VAR} / ${secretsmanager:ID}")
+
+
+def parse_upstreams(text: str) -> list[Upstream]:
+    """A JSON list of ``{"url", "app"?, "headers"?}``; header values keep their placeholders."""
+    try:
+        raw: Any = json.loads(text)
+    except ValueError as exc:
+        raise CatalogError(f"the upstream list is not JSON ({exc})") from None
+    return upstreams_from(raw)
+
+
+def upstreams_from(raw: Any) -> list[Upstream]:
+    if not isinstance(raw, list) or not raw:
+        raise CatalogError("the upstream list must be a non-empty JSON list of {url, app, headers}")
+    upstreams = []
+    for position, item in enumerate(raw):
+        try:
+            upstreams.append(Upstream.model_validate(item))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(map(str, (position, *problem["loc"])))
+            raise CatalogError(f"the upstream list is not valid: {where}: {problem['msg']}") from None
+    for upstream in upstreams:
+        for name, value in upstream.headers.items():
+            parse_header(f"{name}: {value}")  # the same rules as --header
+    if len({u.url for u in upstreams}) != len(upstreams):
+        raise CatalogError("the upstream list names a server twice")
+    return upstreams

@@ -17,8 +17,8 @@ from build_index.build import build_index
 from build_index.mcp_ingest import ingest
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from build_index.refresh import Upstream, parse_upstreams, refresh
-from build_index.upstream_headers import secrets_manager_reader
+from build_index.refresh import refresh
+from build_index.upstream_headers import Upstream, parse_upstreams, secrets_manager_reader
 from handler.catalog import Tool
 from handler.embedder import Embedder
 from handler.errors import CatalogError, IndexNotPublishedError
