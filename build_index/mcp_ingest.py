@@ -102,15 +102,17 @@ def ingest(
     try:
         server_name, tools = anyio.run(list_upstream, url, timeout_s, headers or {}, refusals)
     except (MCPError, httpx2.HTTPError, OSError, ExceptionGroup) as exc:
-        raise CatalogError(f"cannot list the tools of MCP server {url}: {_why(exc, refusals)}") from exc
+        raise CatalogError(f"cannot list the tools of MCP server {url}: {_why(exc, refusals, bool(headers))}") from exc
     return catalog_entries(url, server_name, tools, app)
 
 
-def _why(exc: BaseException, refusals: Sequence[httpx2.Response]) -> str:
+def _why(exc: BaseException, refusals: Sequence[httpx2.Response], sent_headers: bool) -> str:
     if refusals:
         status = refusals[0].status_code
         reason = refusals[0].reason_phrase or "error"
-        hint = " (it wants credentials: pass them with --header)" if status in (401, 403) else ""
+        hint = ""
+        if status in (401, 403):
+            hint = " (the credentials sent were refused)" if sent_headers else " (it wants credentials: see --header)"
         return f"it answered HTTP {status} {reason}{hint}"
     # The SDK runs its transport in task groups, nested: the first real error is the one to name, not the
     # group ("unhandled errors in a TaskGroup" told nobody what failed).

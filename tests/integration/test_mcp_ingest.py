@@ -66,7 +66,10 @@ def guarded_upstream() -> Iterator[str]:
 
 @pytest.mark.parametrize(
     ("header", "status"),
-    [(None, "401 Unauthorized"), ("Authorization: Bearer wrong", "401 Unauthorized")],
+    [
+        (None, "401 Unauthorized (it wants credentials: see --header)"),
+        ("Authorization: Bearer wrong", "401 Unauthorized (the credentials sent were refused)"),
+    ],
     ids=["no-token", "wrong-token"],
 )
 def test_build_from_a_server_that_wants_a_token_names_the_url_and_status(
@@ -78,7 +81,7 @@ def test_build_from_a_server_that_wants_a_token_names_the_url_and_status(
     assert in_thread(cli.main, argv) == 2
     err = capsys.readouterr().err
     assert f"cannot list the tools of MCP server {guarded_upstream}: it answered HTTP {status}" in err
-    assert "--header" in err and "TaskGroup" not in err
+    assert "TaskGroup" not in err and "wrong" not in err  # nor the token that was refused
     assert not (tmp_path / "index").exists()
 
 
