@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from build_index.refresh_cli import HEADER_HELP, add_refresh_parser
 from handler.errors import CatalogError, ToolrecError
 from handler.model_files import default_model_dir
 
 Command = Callable[[argparse.Namespace], int]
-HEADER_HELP = "sent to every --from-mcp server (repeatable); ${VAR} and ${secretsmanager:ID} are filled in"
 
 
 def _model_dir_option(parser: argparse.ArgumentParser) -> None:
@@ -67,10 +66,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     tools = read_catalogs(args.catalog) if args.catalog else []
     if args.from_mcp:
         from build_index.mcp_ingest import merge, tools_from_mcp
-        from build_index.upstream_headers import parse_headers, resolve_headers
 
-        headers = resolve_headers(parse_headers(args.header), os.environ)
-        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out, headers))
+        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out, args.header))
     if not tools:
         raise CatalogError("nothing to build: give --catalog and/or --from-mcp")
     model_dir = args.model_dir or default_model_dir()
@@ -80,45 +77,6 @@ def cmd_build(args: argparse.Namespace) -> int:
     manifest = publish(built, args.out)
     print(f"built {manifest.tool_count} tools as {manifest.build_id} at {args.out}")
     return 0
-
-
-def cmd_refresh(args: argparse.Namespace) -> int:
-    from build_index.model_prepare import MODEL_ID
-    from build_index.refresh import refresh
-    from build_index.upstream_headers import parse_headers, parse_upstreams, upstreams_from
-
-    if bool(args.upstreams) == bool(args.from_mcp):
-        raise CatalogError("give either --from-mcp URL or --upstreams JSON")
-    one = {"url": args.from_mcp, "app": args.mcp_app, "headers": parse_headers(args.header)}
-    upstreams = parse_upstreams(args.upstreams) if args.upstreams else upstreams_from([one])
-    result = refresh(args.index, upstreams, _embedder(args), MODEL_ID, os.environ)
-    done = "published new build" if result.published else "tools unchanged, kept build"
-    print(f"{done} {result.build_id} ({result.tool_count} tools, catalog sha256 {result.catalog_sha256[:12]})")
-    return 0
-
-
-def _build_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    build = commands.add_parser("build", help="index catalogs and publish the build")
-    build.add_argument("--catalog", type=Path, action="append", help="catalog JSONL (repeatable)")
-    build.add_argument("--from-mcp", action="append", metavar="URL", help="an MCP server's tools/list (repeatable)")
-    build.add_argument("--mcp-app", default=None, help="App name for --from-mcp tools (default: the server's name)")
-    build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
-    build.add_argument("--header", action="append", metavar="'NAME: VALUE'", help=HEADER_HELP)
-    build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
-    build.add_argument("--quiet", action="store_true", help="no progress bar")
-    _model_dir_option(build)
-    build.set_defaults(run=cmd_build)
-
-
-def _refresh_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    refresh = commands.add_parser("refresh", help="re-read upstream MCP servers; rebuild and publish if they changed")
-    refresh.add_argument("--index", required=True, help="the published index: a directory or s3://bucket/prefix")
-    refresh.add_argument("--from-mcp", metavar="URL", help="one upstream server (with --mcp-app and --header)")
-    refresh.add_argument("--mcp-app", default=None, help="App name for its tools (default: the server's name)")
-    refresh.add_argument("--header", action="append", metavar="'NAME: VALUE'", help=HEADER_HELP)
-    refresh.add_argument("--upstreams", metavar="JSON", help='[{"url": ..., "app": ..., "headers": {...}}, ...]')
-    _model_dir_option(refresh)
-    refresh.set_defaults(run=cmd_refresh)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -293,6 +251,19 @@ def _loadtest_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     load.set_defaults(run=cmd_loadtest)
 
 
+def _add_build_command(commands: Any) -> None:
+    build = commands.add_parser("build", help="index catalogs and publish the build")
+    build.add_argument("--catalog", type=Path, action="append", help="catalog JSONL (repeatable)")
+    build.add_argument("--from-mcp", action="append", metavar="URL", help="an MCP server's tools/list (repeatable)")
+    build.add_argument("--mcp-app", default=None, help="App name for --from-mcp tools (default: the server's name)")
+    build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
+    build.add_argument("--header", action="append", metavar="'NAME: VALUE'", help=HEADER_HELP)
+    build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
+    build.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_dir_option(build)
+    build.set_defaults(run=cmd_build)
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolrec", description="Tool recommendation for AI agents.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -309,7 +280,8 @@ def parser() -> argparse.ArgumentParser:
     finetune.add_argument("--out", type=Path, required=True, help="where to write the model directory")
     finetune.set_defaults(run=cmd_model_finetune)
 
-    _build_parser(commands)
+    _add_build_command(commands)
+
     lint = commands.add_parser("lint", help="report catalog names and first lines that hurt matching")
     lint.add_argument("--catalog", type=Path, action="append", required=True, help="catalog JSONL (repeatable)")
     lint.add_argument("--json", action="store_true", help="print one JSON object")
@@ -319,7 +291,6 @@ def parser() -> argparse.ArgumentParser:
     _model_dir_option(lint)
     lint.set_defaults(run=cmd_lint)
 
-    _refresh_parser(commands)
     _add_quality_commands(commands)
 
     serve = commands.add_parser("serve", help="serve the REST API locally (embedded default: demo index + policy file)")
@@ -348,6 +319,7 @@ def parser() -> argparse.ArgumentParser:
     stats.set_defaults(run=cmd_stats)
     _loadtest_parser(commands)
     _drift_parser(commands)
+    add_refresh_parser(commands, _model_dir_option)
     return root
 
 

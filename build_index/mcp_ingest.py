@@ -8,6 +8,7 @@ path calls exactly the tool that was listed.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from build_index.upstream_headers import parse_headers, resolve_headers
 from handler.catalog import Executor, Tool
 from handler.errors import CatalogError
 from handler.json_limits import schema_problems
@@ -132,10 +134,13 @@ def write_catalog(path: Path, tools: Sequence[Tool]) -> None:
 
 
 def tools_from_mcp(
-    urls: Sequence[str], app: str | None, catalog_out: Path | None, headers: Mapping[str, str] | None = None
+    urls: Sequence[str], app: str | None, catalog_out: Path | None, header_texts: Sequence[str] | None = None
 ) -> list[Tool]:
+    """``--from-mcp`` (with ``--mcp-app``, ``--catalog-out``, ``--header``, its placeholders filled from the
+    environment and Secrets Manager) as catalog entries."""
     if app is not None and len(urls) > 1:
         raise CatalogError("--mcp-app names one server's tools: give one --from-mcp with it")
+    headers = resolve_headers(parse_headers(header_texts), os.environ)
     tools = [tool for url in urls for tool in ingest(url, app, headers=headers)]
     if catalog_out is not None:
         write_catalog(catalog_out, tools)

@@ -3,7 +3,7 @@
 The published build is the source of everything that did not come from those servers (catalog files, other
 upstreams): its tools whose ``mcp`` executor targets one of the servers are replaced by what the server lists now,
 the others are kept as they are. The new tool set's ``catalog_digest`` is compared with the one the current
-manifest records (schema 3); equal, and built with the model this toolrec runs, nothing is built or published.
+manifest records; equal, and built with the model this toolrec runs, nothing is built or published.
 The same function runs locally (``toolrec refresh``) and on the schedule (build_index/refresh_entry.py).
 """
 

@@ -31,11 +31,10 @@ from handler.ranking.retriever import RankingIndex
 from handler.tool_records import ToolKeys, ToolRecords, to_jsonl
 
 # 2: tools.json (a list validated whole at load) became tools.jsonl + tool_keys.json (records parsed on demand).
-# 3: the manifest records catalog_sha256, so `toolrec refresh` can tell whether an upstream's tools changed.
-SCHEMA_VERSION = 3
-# Older versions are still read: the first deploy of this code serves the build already published until the new one
+SCHEMA_VERSION = 2
+# Version 1 is still read: the first deploy of this code serves the build already published until the new one
 # lands (infra/deploy.py updates the stack before it publishes), instead of answering 503 in between.
-READABLE_SCHEMAS = (1, 2, 3)
+READABLE_SCHEMAS = (1, 2)
 LATEST = "LATEST"
 BUILDS = "builds"
 MANIFEST = "manifest.json"
@@ -69,7 +68,9 @@ class Manifest(BaseModel):
     analyzer: AnalyzerRef
     bm25: dict[str, float]
     files: dict[str, str]
-    catalog_sha256: str | None = None  # schema 3: catalog_digest of the tools built; None in older builds
+    # catalog_digest of the tools built, so `toolrec refresh` can tell whether an upstream's tools changed; None in a
+    # build written before it was recorded.
+    catalog_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class LoadedIndex:
 
 
 def catalog_digest(tools: Sequence[Tool]) -> str:
-    """sha256 of the tool set: each record normalized as tools.jsonl writes it, in name order, so the same tools
+    """sha256 of the tool set: each record normalized as tools.jsonl writes it, the lines sorted, so the same tools
     listed in another order (an upstream's tools/list is not sorted) hash the same."""
     lines = sorted(to_jsonl(tools).splitlines())
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
@@ -143,7 +144,7 @@ def read_manifest(text: str | bytes) -> Manifest:
         raise IntegrityError(f"the index manifest is not JSON ({exc})") from exc
     version = raw.get("schema_version") if isinstance(raw, dict) else None
     if type(version) is not int or version not in READABLE_SCHEMAS:
-        readable = ", ".join(map(str, READABLE_SCHEMAS))
+        readable = " and ".join(map(str, READABLE_SCHEMAS))
         raise IntegrityError(f"unknown index schema version {version!r}; this toolrec reads {readable}")
     try:
         manifest = Manifest.model_validate(raw)
@@ -162,7 +163,7 @@ def read_manifest(text: str | bytes) -> Manifest:
 
 def expected_files(schema_version: int) -> frozenset[str]:
     """The plain file names a build of this schema version holds besides the manifest."""
-    record_files = {TOOLS_V1} if schema_version == 1 else {TOOLS, TOOL_KEYS}
+    record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
     return frozenset({f"{name}.npy" for name in ARRAYS} | record_files | {VOCABULARY})
 
 
@@ -199,7 +200,7 @@ def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
 
 
 def _tool_records(directory: Path, schema_version: int) -> ToolRecords:
-    if schema_version != 1:
+    if schema_version == SCHEMA_VERSION:
         return ToolRecords((directory / TOOLS).read_bytes(), _tool_keys(directory / TOOL_KEYS))
     try:  # schema 1: validate the whole list once, as that version's loader did, then serve it the same way
         tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS_V1).read_bytes())]
