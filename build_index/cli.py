@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from build_index.refresh_cli import HEADER_HELP, add_refresh_parser
 from handler.errors import CatalogError, ToolrecError
 from handler.model_files import default_model_dir
 
@@ -103,7 +104,7 @@ def _catalog_tools(args: argparse.Namespace) -> list[Any]:
     if args.from_mcp:
         from build_index.mcp_ingest import merge, tools_from_mcp
 
-        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out))
+        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out, args.header))
     if not tools:
         raise CatalogError("nothing to build: give --catalog, --from-mcp or --from-index")
     return tools
@@ -318,6 +319,7 @@ def _add_build_command(commands: Any) -> None:
     build.add_argument("--from-mcp", action="append", metavar="URL", help="an MCP server's tools/list (repeatable)")
     build.add_argument("--mcp-app", default=None, help="App name for --from-mcp tools (default: the server's name)")
     build.add_argument("--catalog-out", type=Path, default=None, help="also write the --from-mcp tools as JSONL")
+    build.add_argument("--header", action="append", metavar="'NAME: VALUE'", help=HEADER_HELP)
     build.add_argument("--out", required=True, help="index location: a directory or s3://bucket/prefix")
     build.add_argument("--quiet", action="store_true", help="no progress bar")
     build.add_argument(
@@ -396,6 +398,7 @@ def parser() -> argparse.ArgumentParser:
     stats.set_defaults(run=cmd_stats)
     _loadtest_parser(commands)
     _drift_parser(commands)
+    add_refresh_parser(commands, _model_dir_option)
     return root
 
 

@@ -8,8 +8,9 @@ path calls exactly the tool that was listed.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import anyio
@@ -20,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from build_index.upstream_headers import parse_headers, resolve_headers
 from handler.catalog import Executor, Tool
 from handler.errors import CatalogError
 from handler.json_limits import schema_problems
@@ -42,9 +44,17 @@ def tool_part(raw: str) -> str:
     return name if name[:1].isalpha() else f"T{name}"
 
 
-async def list_upstream(url: str, timeout_s: float) -> tuple[str, list[types.Tool]]:
-    """The server's name and every tool it lists (all pages)."""
-    http = httpx2.AsyncClient(timeout=timeout_s)
+async def list_upstream(
+    url: str, timeout_s: float, headers: Mapping[str, str], refusals: list[httpx2.Response]
+) -> tuple[str, list[types.Tool]]:
+    """The server's name and every tool it lists (all pages). HTTP errors are appended to ``refusals``: the SDK
+    reports a 401 as a generic "Server returned an error response", so the status is read here, as it arrives."""
+
+    async def note_refusal(response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            refusals.append(response)
+
+    http = httpx2.AsyncClient(timeout=timeout_s, headers=dict(headers), event_hooks={"response": [note_refusal]})
     tools: list[types.Tool] = []
     async with http, Client(streamable_http_client(url, http_client=http), cache=None) as client:
         cursor: str | None = None
@@ -86,14 +96,35 @@ def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app
     return entries
 
 
-def ingest(url: str, app: str | None = None, timeout_s: float = 30.0) -> list[Tool]:
+def ingest(
+    url: str, app: str | None = None, timeout_s: float = 30.0, headers: Mapping[str, str] | None = None
+) -> list[Tool]:
+    """The server's tools as catalog entries; ``headers`` are sent as given (placeholders already resolved)."""
+    refusals: list[httpx2.Response] = []
     try:
-        server_name, tools = anyio.run(list_upstream, url, timeout_s)
-    except (MCPError, httpx2.HTTPError, OSError) as exc:
-        raise CatalogError(f"cannot list the tools of MCP server {url}: {exc}") from exc
-    except ExceptionGroup as group:  # the SDK's transport task group wraps connection errors
-        raise CatalogError(f"cannot list the tools of MCP server {url}: {group.exceptions[0]}") from group
+        server_name, tools = anyio.run(list_upstream, url, timeout_s, headers or {}, refusals)
+    except (MCPError, httpx2.HTTPError, OSError, ExceptionGroup) as exc:
+        raise CatalogError(f"cannot list the tools of MCP server {url}: {_why(exc, refusals, bool(headers))}") from exc
     return catalog_entries(url, server_name, tools, app)
+
+
+def _why(exc: BaseException, refusals: Sequence[httpx2.Response], sent_headers: bool) -> str:
+    if refusals:
+        status = refusals[0].status_code
+        reason = refusals[0].reason_phrase or "error"
+        hint = ""
+        if status in (401, 403):
+            hint = " (the credentials sent were refused)" if sent_headers else " (it wants credentials: see --header)"
+        return f"it answered HTTP {status} {reason}{hint}"
+    # The SDK runs its transport in task groups, nested: the first real error is the one to name, not the
+    # group ("unhandled errors in a TaskGroup" told nobody what failed).
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, httpx2.TimeoutException):
+        return "it did not answer in time"
+    if isinstance(exc, (httpx2.ConnectError, OSError)):
+        return f"cannot connect ({exc or type(exc).__name__})"
+    return str(exc) or type(exc).__name__
 
 
 def write_catalog(path: Path, tools: Sequence[Tool]) -> None:
@@ -102,10 +133,15 @@ def write_catalog(path: Path, tools: Sequence[Tool]) -> None:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
-def tools_from_mcp(urls: Sequence[str], app: str | None, catalog_out: Path | None) -> list[Tool]:
+def tools_from_mcp(
+    urls: Sequence[str], app: str | None, catalog_out: Path | None, header_texts: Sequence[str] | None = None
+) -> list[Tool]:
+    """``--from-mcp`` (with ``--mcp-app``, ``--catalog-out``, ``--header``, its placeholders filled from the
+    environment and Secrets Manager) as catalog entries."""
     if app is not None and len(urls) > 1:
         raise CatalogError("--mcp-app names one server's tools: give one --from-mcp with it")
-    tools = [tool for url in urls for tool in ingest(url, app)]
+    headers = resolve_headers(parse_headers(header_texts), os.environ)
+    tools = [tool for url in urls for tool in ingest(url, app, headers=headers)]
     if catalog_out is not None:
         write_catalog(catalog_out, tools)
     return tools

@@ -51,15 +51,19 @@ def policy_table_names(settings: Settings) -> TableNames:
     )
 
 
+def aws_client(service: str, options: dict[str, Any]) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(service, config=Config(**options))  # type: ignore[call-overload]
+
+
 def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
     if settings.policy_backend == "dynamodb":
         from handler.policy.dynamodb_store import DynamoPolicyStore
 
         if dynamodb_client is None:
-            import boto3
-            from botocore.config import Config
-
-            dynamodb_client = boto3.client("dynamodb", config=Config(**DYNAMODB_CLIENT_OPTIONS))
+            dynamodb_client = aws_client("dynamodb", DYNAMODB_CLIENT_OPTIONS)
         inner: PolicyStore = DynamoPolicyStore(dynamodb_client, policy_table_names(settings))
     else:
         assert settings.policy_file is not None
@@ -80,10 +84,9 @@ def build_app(
     observability.configure(settings.log_level)
     embedder = embedder or OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
     if s3_client is None and settings.index_location.startswith("s3://"):
-        import boto3
-        from botocore.config import Config
-
-        s3_client = boto3.client("s3", config=Config(**S3_CLIENT_OPTIONS))
+        s3_client = aws_client("s3", S3_CLIENT_OPTIONS)
+    if dynamodb_client is None and settings.policy_backend == "dynamodb":
+        dynamodb_client = aws_client("dynamodb", DYNAMODB_CLIENT_OPTIONS)
     holder = IndexHolder(
         open_store(settings.index_location, s3_client),
         settings.index_cache_dir,
@@ -92,10 +95,13 @@ def build_app(
         learn_from_use=settings.learn_from_use,
     )
     holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
-    return create_app(
+    app = create_app(
         settings,
         index_holder=holder,
         embedder=embedder,
         policy_store=build_policy_store(settings, dynamodb_client),
         extra_routers=extra_routers,
     )
+    # The clients made (or given) here, for the SnapStart hooks (handler/snapstart.py) to close before a snapshot.
+    app.state.aws_clients = tuple(client for client in (s3_client, dynamodb_client) if client is not None)
+    return app

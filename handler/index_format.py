@@ -89,6 +89,9 @@ class Manifest(BaseModel):
     bm25: dict[str, float]
     files: dict[str, str]
     usage: UsageSummary | None = None
+    # catalog_digest of the tools built, so `toolrec refresh` can tell whether an upstream's tools changed; None in a
+    # build written before it was recorded.
+    catalog_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,13 @@ class LoadedIndex:
         return self if self.ranking.usage is None else replace(self, ranking=replace(self.ranking, usage=None))
 
 
+def catalog_digest(tools: Sequence[Tool]) -> str:
+    """sha256 of the tool set: each record normalized as tools.jsonl writes it, the lines sorted, so the same tools
+    listed in another order (an upstream's tools/list is not sorted) hash the same."""
+    lines = sorted(to_jsonl(tools).splitlines())
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 def new_build_id(content_digest: str) -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + content_digest[:12]
 
@@ -175,6 +185,7 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
         bm25={"k1": built.bm25_params.k1, "b": built.bm25_params.b},
         files=files,
         usage=None if built.usage is None else built.usage[1],
+        catalog_sha256=catalog_digest(built.tools),
     )
     (directory / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
     return manifest

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from handler.errors import IndexUnavailableError, IntegrityError, ToolrecError
@@ -49,6 +50,10 @@ class Health:
     build_id: str | None
     tool_count: int
     reason: str | None
+    built_at: datetime | None = None  # when the served build was made: how fresh the catalog is
+
+    def age_seconds(self, now: datetime) -> float | None:
+        return None if self.built_at is None else round(max(0.0, (now - self.built_at).total_seconds()), 1)
 
 
 class IndexHolder:
@@ -92,6 +97,10 @@ class IndexHolder:
             raise IndexUnavailableError(self._reason or "no tool index is loaded yet")
         return snapshot
 
+    def expire(self) -> None:
+        """Make the next request check LATEST, whatever the clock says (after a SnapStart restore)."""
+        self._next_check = float("-inf")
+
     def poll(self) -> None:
         """Run the periodic LATEST check if it is due, without raising (for /healthz)."""
         with contextlib.suppress(IndexUnavailableError):
@@ -101,7 +110,8 @@ class IndexHolder:
         snapshot = self._current
         if snapshot is None:
             return Health(False, None, 0, self._reason)
-        return Health(True, snapshot.build_id, len(snapshot.loaded.tools), None)
+        built_at = datetime.fromisoformat(snapshot.loaded.manifest.created_at)
+        return Health(True, snapshot.build_id, len(snapshot.loaded.tools), None, built_at)
 
     def _prune_cache(self, keep: str) -> None:
         """Drop cached copies of older builds: Lambda's /tmp is small, and a loaded index lives in memory."""

@@ -51,3 +51,15 @@ class Settings(BaseSettings):
             if missing:
                 raise ValueError(f"{', '.join(missing)} required when {ENV_PREFIX}POLICY_BACKEND=dynamodb")
         return self
+
+
+class RefreshSettings(BaseSettings):
+    """The scheduled refresh function's configuration (template.yaml ``RefreshFunction``,
+    build_index/refresh_entry.py): which index to refresh from which upstream MCP servers."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+
+    index_location: str = Field(min_length=1, description="the published index: s3://bucket/prefix")
+    model_dir: Path = Field(default_factory=default_model_dir, description="prepared model directory")
+    refresh_upstreams: str = Field(min_length=2, description='JSON: [{"url", "app"?, "headers"?}, ...]')
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

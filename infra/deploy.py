@@ -51,8 +51,19 @@ def parameter_overrides(tenant: Tenant) -> list[str]:
         "LogLevel": tenant.log_level,
         "ExecutorFunctionPrefix": tenant.executor_function_prefix,
         "EnableTracing": str(tenant.enable_tracing).lower(),
+        # Always given, `[]` for none: a parameter left out keeps its previous value on a stack update.
+        "UpstreamServers": tenant.upstreams_json,
     }
-    return [f"{name}={value}" for name, value in values.items()]
+    if tenant.upstreams:
+        values["RefreshSchedule"] = tenant.refresh_schedule
+    return [f"{name}={sam_escaped(value)}" for name, value in values.items()]
+
+
+def sam_escaped(value: str) -> str:
+    """A value as `sam deploy --parameter-overrides` reads it back: spaces and quotes escaped with a backslash."""
+    if "\\" in value:
+        raise ValueError(f"a parameter value with a backslash cannot pass through sam: {value[:40]!r}")
+    return value.replace('"', '\\"').replace("'", "\\'").replace(" ", "\\ ")
 
 
 def outputs_step(tenant: Tenant) -> Step:
@@ -72,9 +83,17 @@ def plan(tenant: Tenant) -> list[Step]:
     )  # fmt: skip
     smoke = (PYTHON, "-m", "infra.smoke", "--url", API_URL, "--tenant", tenant.name,
              "--expect-build-from", index_dir(tenant))  # fmt: skip
+    # Upstream tools enter the first build too, not only at the first scheduled refresh.
+    upstreams = [
+        Step(
+            "add the upstream MCP servers' tools",
+            (TOOLREC, "refresh", "--index", index_dir(tenant), "--upstreams", tenant.upstreams_json),
+        )
+    ]
     return [
         Step("package the function", ("make", "package")),
         Step("build the index", (TOOLREC, "build", *catalogs, "--out", index_dir(tenant), "--quiet")),
+        *(upstreams if tenant.upstreams else []),
         Step("deploy the stack", deploy),
         Step(
             "publish the index",

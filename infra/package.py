@@ -1,8 +1,9 @@
 """Build the Lambda code directory that template.yaml's ``CodeUri`` names (``build/lambda``).
 
-It holds ``handler/`` (the only code the function imports), the runtime wheels for the Lambda platform, installed
-exactly as pinned in ``infra/lambda-requirements.txt`` with ``--no-deps``, and the prepared model directory
-(``model/``, ``TOOLREC_MODEL_DIR=/var/task/model``). No torch, no build or test dependencies.
+It holds ``handler/`` (all the serving function imports), the build_index modules the scheduled refresh runs
+(REFRESH_MODULES), the runtime wheels for the Lambda platform, installed exactly as pinned in
+``infra/lambda-requirements.txt`` with ``--no-deps``, and the prepared model directory (``model/``,
+``TOOLREC_MODEL_DIR=/var/task/model``). No torch, no build or test dependencies.
 
 Bytecode is compiled in, by a python3.12 (``TOOLREC_LAMBDA_PYTHON``, else ``python3.12`` on PATH or pyenv's): the
 function's code directory is read-only, so without it every cold start recompiles every module (measured here:
@@ -59,6 +60,10 @@ EXCLUDED = frozenset(
 )
 # Inside installed packages: tests and offline tooling the service never imports.
 PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools")
+# The scheduled refresh (template.yaml RefreshFunction) runs the build step in the function: these modules of
+# build_index and nothing else of it (not its copy of the model, the demo, benchmarks, evaluation or training).
+REFRESH_MODULES = ("__init__", "build", "catalog_io", "mcp_ingest", "model_prepare", "publish", "refresh",
+                   "refresh_entry", "upstream_headers")  # fmt: skip
 MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
 LAMBDA_TASK_ROOT = "/var/task"
 
@@ -135,6 +140,9 @@ def build(out: Path, model_dir: Path | None = None) -> Path:
             shutil.rmtree(path)
     shutil.rmtree(out / "bin", ignore_errors=True)  # console scripts, useless in Lambda
     shutil.copytree(REPO_ROOT / "handler", out / "handler", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (out / "build_index").mkdir()
+    for module in REFRESH_MODULES:
+        shutil.copy2(REPO_ROOT / "build_index" / f"{module}.py", out / "build_index" / f"{module}.py")
     (out / "model").mkdir()
     for name in ["model_spec.json", *spec.files]:
         shutil.copy2(model_dir / name, out / "model" / name)

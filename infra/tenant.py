@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from build_index.upstream_headers import Upstream, upstreams_from
+from handler.errors import CatalogError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TENANTS_DIR = REPO_ROOT / "infra" / "tenants"
@@ -38,12 +42,30 @@ class Tenant(_Strict):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     executor_function_prefix: str = Field(pattern=r"^[A-Za-z0-9_-]{3,40}$")
     enable_tracing: bool = False
+    # Upstream MCP servers whose tools the index also holds, re-read on `refresh_schedule` (template.yaml
+    # RefreshFunction); header values name ${secretsmanager:toolrec/<name>/...}, the only secrets it may read.
+    upstreams: tuple[Upstream, ...] = ()
+    refresh_schedule: str = Field(default="rate(1 hour)", pattern=r"^(rate|cron)\(.+\)$")
     smoke: Smoke
     drift: Drift
+
+    @field_validator("upstreams", mode="before")
+    @classmethod
+    def _checked_upstreams(cls, raw: object) -> object:
+        try:  # the same checks as TOOLREC_REFRESH_UPSTREAMS
+            return tuple(upstreams_from(raw)) if raw else ()
+        except CatalogError as exc:
+            raise ValueError(str(exc)) from None
 
     @property
     def stack_name(self) -> str:
         return f"toolrec-{self.name}-{self.stage}"
+
+    @property
+    def upstreams_json(self) -> str:
+        """The upstream list as the refresh reads it (``--upstreams``, ``UpstreamServers``); ``[]``: none."""
+        rows = [u.model_dump(exclude_none=True, exclude_defaults=True) for u in self.upstreams]
+        return json.dumps(rows, separators=(",", ":"))
 
     @property
     def index_location(self) -> str:

@@ -124,6 +124,8 @@ class HealthResponse(BaseModel):
     build_id: str | None = None
     tool_count: int = 0
     reason: str | None = Field(default=None, description="why no index is loaded")
+    catalog_built_at: str | None = Field(default=None, description="when the served build was made (ISO 8601, UTC)")
+    catalog_age_seconds: float | None = Field(default=None, description="seconds since catalog_built_at")
 
 
 class FieldError(BaseModel):

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from handler.catalog import Tool
 from handler.errors import ToolrecError
+
+if TYPE_CHECKING:  # the MCP types load only where an MCP call is made (tests/unit/test_cold_start_imports.py)
+    import mcp_types
 
 
 class ExecutionError(ToolrecError):
@@ -49,6 +52,15 @@ class OutputUnreturnableError(ExecutorUnavailableError):
 
 
 @dataclass(frozen=True)
+class ContentOutput:
+    """An upstream MCP answer that is more than JSON (an image, audio, a resource). REST callers get ``as_json``;
+    MCP clients get ``blocks`` as they came, so an image reaches the model as an image, not as base64 in text."""
+
+    blocks: tuple[mcp_types.ContentBlock, ...]
+    as_json: Any
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """What an executor receives: the catalog's tool (with its registered endpoint) and validated arguments."""
 
@@ -58,7 +70,8 @@ class ToolCall:
 
 
 class ToolExecutor(Protocol):
-    """Runs one call on the endpoint registered for the tool; returns the tool's output or raises ExecutionError."""
+    """Runs one call on the endpoint registered for the tool; returns the tool's output (JSON, or ContentOutput)
+    or raises ExecutionError."""
 
     async def call(self, call: ToolCall) -> Any: ...
 

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from handler.execute.base import ExecutorUnavailableError, ToolCall, ToolFailedError
+from handler.execute.base import ContentOutput, ExecutorUnavailableError, ToolCall, ToolFailedError
 
 
 class McpExecutor:
@@ -61,11 +61,18 @@ def _output(tool_name: str, result: types.CallToolResult) -> Any:
     text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
     if result.is_error:
         raise ToolFailedError(text or f"{tool_name} reported an error")
+    as_json = (
+        result.structured_content
+        if result.structured_content is not None
+        else [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+    )
+    if any(not isinstance(block, types.TextContent) for block in result.content):
+        return ContentOutput(tuple(result.content), as_json)
     if result.structured_content is not None:
         return result.structured_content
-    if len(result.content) == 1 and isinstance(result.content[0], types.TextContent):
+    if len(result.content) == 1:
         return _maybe_json(text)
-    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+    return as_json
 
 
 def _maybe_json(text: str) -> Any:

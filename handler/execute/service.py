@@ -26,7 +26,7 @@ from handler.errors import (
     RequestError,
     ServiceUnavailableError,
 )
-from handler.execute.base import Dispatcher, ExecutionError, OutputUnreturnableError, ToolCall
+from handler.execute.base import ContentOutput, Dispatcher, ExecutionError, OutputUnreturnableError, ToolCall
 from handler.execute.input_check import FieldProblem, input_problems
 from handler.index_holder import IndexHolder
 from handler.json_limits import MAX_OUTPUT_DEPTH, json_problem, printable
@@ -69,6 +69,7 @@ class Execution:
     error_name: str | None
     error_message: str | None
     duration_ms: float
+    content: tuple[Any, ...] | None = None  # the upstream's own MCP content blocks, when it sent an image or such
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,11 @@ class ExecutionService:
         # Policy and index lookups block (file, DynamoDB): keep them off the event loop.
         checked = await anyio.to_thread.run_sync(self._check, user_id, tool_name, arguments, query_id, gateway)
         started = time.perf_counter()
+        content = None
         try:
             output = await self.dispatcher.run(ToolCall(checked.tool, checked.arguments, user_id))
+            if isinstance(output, ContentOutput):
+                content, output = output.blocks, output.as_json
             # Before the response is built: a serialisation failure there would be a 500 for a call that ran.
             await anyio.to_thread.run_sync(_check_returnable, checked.tool.name, output)
             failure: ExecutionError | None = None
@@ -118,6 +122,7 @@ class ExecutionService:
             # printable: the message may quote the worker or upstream server, lone surrogates included.
             error_message=printable(str(failure)) if failure else None,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            content=content if failure is None else None,
         )
         outcome = "ok" if failure is None else failure.name
         _log_execution(execution, checked.tool, outcome, query_id)

@@ -227,19 +227,31 @@ def execution_result(execution: Execution, *, direct: bool) -> types.CallToolRes
         error = {"name": execution.error_name, "message": execution.error_message}
         structured: dict[str, Any] = {"execution_id": execution.execution_id, "tool_name": execution.tool_name}
         return text_result({**structured, "success": False, "error": error}, is_error=True)
+    envelope: dict[str, Any] = {
+        "execution_id": execution.execution_id,
+        "tool_name": execution.tool_name,
+        "success": True,
+        "output": execution.output,
+        "duration_ms": execution.duration_ms,
+    }
+    if execution.content is not None:
+        return native_result(execution.content, envelope, direct=direct)
     if direct:
         # Called as itself, a tool answers with its own output (wrapped when it is not an object).
         output = execution.output
         return text_result(output if isinstance(output, dict) else {"result": output})
-    return text_result(
-        {
-            "execution_id": execution.execution_id,
-            "tool_name": execution.tool_name,
-            "success": True,
-            "output": execution.output,
-            "duration_ms": execution.duration_ms,
-        }
-    )
+    return text_result(envelope)
+
+
+def native_result(blocks: tuple[Any, ...], envelope: dict[str, Any], *, direct: bool) -> types.CallToolResult:
+    """An upstream's image (audio, resource) blocks passed on as MCP content: base64 inside JSON text would reach
+    the model as a wall of characters, not as an image. Through UseTool the envelope comes first, without the
+    output that the blocks already carry."""
+    if direct:
+        return types.CallToolResult(content=list(blocks))
+    summary = {key: value for key, value in envelope.items() if key != "output"}
+    text = json.dumps(summary, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(text=text), *blocks], structured_content=summary)
 
 
 def open_host(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -113,17 +115,25 @@ def test_no_index_is_service_unavailable(make_function: Callable[..., Function],
     status, _, body = function.call("GET", "/healthz", key=None)
     assert status == 503
     assert body["status"] == "unavailable" and body["build_id"] is None and "no index" in body["reason"]
+    assert body["catalog_built_at"] is None and body["catalog_age_seconds"] is None
 
 
-def test_healthz_names_the_build(function: Function, demo_index: Path) -> None:
+def test_healthz_names_the_build_and_its_age(function: Function, demo_index: Path) -> None:
+    build_id = (demo_index / "LATEST").read_text().strip()
+    manifest = json.loads((demo_index / "builds" / build_id / "manifest.json").read_text())
     status, _, body = function.call("GET", "/healthz", key=None)
+    answered = datetime.now(UTC)
     assert status == 200
+    age = body.pop("catalog_age_seconds")
     assert body == {
         "status": "ok",
-        "build_id": (demo_index / "LATEST").read_text().strip(),
+        "build_id": build_id,
         "tool_count": 96,
         "reason": None,
+        "catalog_built_at": manifest["created_at"],
     }
+    expected = (answered - datetime.fromisoformat(manifest["created_at"])).total_seconds()
+    assert expected - 2 <= age <= expected + 0.5  # created_at has whole seconds
 
 
 def test_context_helps_the_lexical_side(function: Function) -> None:

@@ -7,6 +7,7 @@ sees every operation before it is sent.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,8 @@ from build_index.build import build_index
 from build_index.catalog_io import read_catalogs
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
+from build_index.refresh import refresh
+from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
 from handler.catalog import Tool
 from handler.embedder import OnnxEmbedder
 from handler.execute.base import ExecutionError, ToolCall
@@ -29,6 +32,8 @@ from handler.policy.dynamodb_schema import create_tables
 from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 from handler.policy.model import ExecutionRecord, QueryRecord
 from handler.policy.store import PolicyStore
+from tests.support.servers import serve
+from tests.support.workers import bearer_protected, upstream_mcp_app
 
 REGION = "us-east-1"
 # API operation -> IAM action, where the two names differ.
@@ -122,3 +127,24 @@ async def lambda_calls_of_executor(function_name: str) -> set[str]:
         with contextlib.suppress(ExecutionError):
             await LambdaExecutor(client).call(ToolCall(tool=tool, arguments={}, user_id="ana"))
     return actions
+
+
+def calls_of_refresh(bucket: str, prefix: str, secret_id: str) -> list[tuple[str, str]]:
+    """(action, S3 key or secret id) for every AWS call of a scheduled refresh that publishes a new build."""
+    tools = read_catalogs([CATALOG])[:3]
+    embedder = OnnxEmbedder(default_model_dir())
+    calls: list[tuple[str, str]] = []
+    with serve(bearer_protected(upstream_mcp_app(), "token")) as base, mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=bucket)
+        secrets = boto3.client("secretsmanager", region_name=REGION)
+        secrets.create_secret(Name=secret_id, SecretString="token")
+        publish(build_index(tools, embedder, MODEL_ID, progress=False), f"s3://{bucket}/{prefix}", s3_client=s3)
+        _recorder(s3, "s3", lambda action, params: calls.append((action, params.get("Key", ""))))
+        _recorder(secrets, "secretsmanager", lambda action, params: calls.append((action, params["SecretId"])))
+        header = {"Authorization": f"Bearer ${{secretsmanager:{secret_id}}}"}
+        upstreams = parse_upstreams(f'[{{"url": "{base}/mcp", "app": "Crm", "headers": {json.dumps(header)}}}]')
+        location, reader = f"s3://{bucket}/{prefix}", secrets_manager_reader(secrets)
+        result = refresh(location, upstreams, embedder, MODEL_ID, {}, s3_client=s3, read_secret=reader)
+    assert result.published and result.tool_count == len(tools) + 4
+    return calls

@@ -19,11 +19,13 @@ PARAMS = {
     "ExecutorFunctionPrefix": "toolrec-tool-",
     "EnableTracing": "false",
     "LocalEndpointUrl": "",
+    "UpstreamServers": '[{"url": "https://crm.example.test/mcp", "app": "Crm"}]',
+    "RefreshSchedule": "rate(1 hour)",
     "AWS::Partition": "aws",
     "AWS::Region": "us-east-1",
     "AWS::AccountId": "123456789012",
 }
-CONDITIONS = {"OwnsIndexBucket": True, "TracingEnabled": False, "UseLocalEndpoint": False}
+CONDITIONS = {"OwnsIndexBucket": True, "TracingEnabled": False, "UseLocalEndpoint": False, "RefreshesUpstreams": True}
 NO_VALUE = object()
 
 
@@ -53,19 +55,21 @@ def resources_of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str
     return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
 
 
-def function(template: dict[str, Any]) -> dict[str, Any]:
-    (only,) = resources_of_type(template, "AWS::Lambda::Function").values()
-    return only
+def function(template: dict[str, Any], logical_id: str = "Function") -> dict[str, Any]:
+    """The serving function (``Function``) or, by its logical id, the scheduled ``RefreshFunction``."""
+    resource: dict[str, Any] = template["Resources"][logical_id]
+    assert resource["Type"] == "AWS::Lambda::Function"
+    return resource
 
 
-def environment(template: dict[str, Any]) -> dict[str, Any]:
-    variables: dict[str, Any] = function(template)["Properties"]["Environment"]["Variables"]
+def environment(template: dict[str, Any], logical_id: str = "Function") -> dict[str, Any]:
+    variables: dict[str, Any] = function(template, logical_id)["Properties"]["Environment"]["Variables"]
     return variables
 
 
-def grants(template: dict[str, Any]) -> dict[str, set[str]]:
+def grants(template: dict[str, Any], logical_id: str = "Function") -> dict[str, set[str]]:
     """Resource (evaluated) -> the actions the function's role allows on it (inline policies)."""
-    role = template["Resources"]["FunctionRole"]["Properties"]
+    role = template["Resources"][f"{logical_id}Role"]["Properties"]
     allowed: dict[str, set[str]] = {}
     for policy in role.get("Policies", []):
         for statement in resolve(policy["PolicyDocument"]["Statement"]):

@@ -4,6 +4,7 @@ app served on loopback, reading that index)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -33,7 +34,7 @@ EXPECTED_ACME = [
     " --capabilities CAPABILITY_IAM --resolve-s3 --no-confirm-changeset --no-fail-on-empty-changeset"
     " --parameter-overrides TenantName=acme Stage=prod IndexBucketName=toolrec-acme-prod-index"
     " CreateIndexBucket=true IndexPrefix=index LogLevel=INFO ExecutorFunctionPrefix=acme-tool- EnableTracing=false"
-    " --tags toolrec:tenant=acme toolrec:stage=prod",
+    " 'UpstreamServers=[]' --tags toolrec:tenant=acme toolrec:stage=prod",
     ".venv/bin/python -m infra.publish --from build/index/acme --to s3://toolrec-acme-prod-index/index",
     ".venv-sam/bin/sam list stack-outputs --stack-name toolrec-acme-prod --region eu-west-1 --output json",
     ".venv/bin/python -m infra.smoke --url '{ApiUrl}' --tenant acme --expect-build-from build/index/acme",
@@ -45,7 +46,7 @@ EXPECTED_GLOBEX = [
     " --capabilities CAPABILITY_IAM --resolve-s3 --no-confirm-changeset --no-fail-on-empty-changeset"
     " --parameter-overrides TenantName=globex Stage=staging IndexBucketName=globex-shared-artifacts"
     " CreateIndexBucket=false IndexPrefix=toolrec/index LogLevel=DEBUG ExecutorFunctionPrefix=globex-tools-"
-    " EnableTracing=true --tags toolrec:tenant=globex toolrec:stage=staging",
+    " EnableTracing=true 'UpstreamServers=[]' --tags toolrec:tenant=globex toolrec:stage=staging",
     ".venv/bin/python -m infra.publish --from build/index/globex --to s3://globex-shared-artifacts/toolrec/index",
     ".venv-sam/bin/sam list stack-outputs --stack-name toolrec-globex-staging --region us-east-2 --output json",
     ".venv/bin/python -m infra.smoke --url '{ApiUrl}' --tenant globex --expect-build-from build/index/globex",
@@ -97,6 +98,49 @@ def test_parameters_fit_the_template(name: str, translated: dict[str, Any]) -> N
             assert re.fullmatch(spec["AllowedPattern"], value), parameter
     for catalog in load_tenant(name).catalogs:
         assert (REPO_ROOT / catalog).is_file(), catalog
+
+
+UPSTREAMS = """
+[[upstreams]]
+url = "https://crm.example.test/mcp"
+app = "Crm"
+headers = { Authorization = "Bearer ${secretsmanager:toolrec/acme/crm-token}" }
+"""
+SAM_PARSE = """
+import json, sys
+from samcli.cli.types import CfnParameterOverridesType
+print(json.dumps(CfnParameterOverridesType().convert(tuple(sys.argv[1:]), None, None)))
+"""
+
+
+def test_a_tenant_with_upstreams_adds_their_tools_and_schedules_their_refresh(
+    tmp_path: Path, sam_venv: Path, translated: dict[str, Any]
+) -> None:
+    text = (REPO_ROOT / "infra" / "tenants" / "acme.toml").read_text()
+    (tmp_path / "acme.toml").write_text('refresh_schedule = "rate(15 minutes)"\n' + text + UPSTREAMS)
+    tenant = load_tenant("acme", tmp_path)
+    steps = plan(tenant)
+    refresh = next(step for step in steps if step.argv[1:2] == ("refresh",))
+    assert steps[steps.index(refresh) - 1].name == "build the index"
+    expected = [{"url": "https://crm.example.test/mcp", "app": "Crm",
+                 "headers": {"Authorization": "Bearer ${secretsmanager:toolrec/acme/crm-token}"}}]  # fmt: skip
+    assert json.loads(refresh.argv[refresh.argv.index("--upstreams") + 1]) == expected
+    # What `sam deploy` itself makes of the overrides (its own parser, in its own environment).
+    parsed = subprocess.run(
+        [str(sam_venv / "bin" / "python"), "-c", SAM_PARSE, *parameter_overrides(tenant)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    values = json.loads(parsed.stdout)
+    assert json.loads(values["UpstreamServers"]) == expected
+    assert values["RefreshSchedule"] == "rate(15 minutes)"
+    assert re.fullmatch(translated["Parameters"]["RefreshSchedule"]["AllowedPattern"], values["RefreshSchedule"])
+
+
+def test_a_tenant_with_a_bad_upstream_is_refused(tmp_path: Path) -> None:
+    text = (REPO_ROOT / "infra" / "tenants" / "acme.toml").read_text()
+    (tmp_path / "acme.toml").write_text(text + UPSTREAMS.replace("https://", "ftp://"))
+    with pytest.raises(ValueError, match="upstream list is not valid"):
+        load_tenant("acme", tmp_path)
 
 
 @pytest.fixture

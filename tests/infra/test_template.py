@@ -7,6 +7,7 @@ moto (or a real client) and records every operation and the resource it names.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import json
 import os
 import subprocess
@@ -18,13 +19,15 @@ import pytest
 from mangum import Mangum
 from moto import mock_aws
 
+from build_index.upstream_headers import parse_upstreams
 from handler.composition import build_app
 from handler.embedder import OnnxEmbedder
 from handler.policy.dynamodb_schema import table_definitions
 from handler.policy.dynamodb_store import TableNames
-from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX, Settings
+from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX, RefreshSettings, Settings
 from infra.package import PYTHON_VERSION
 from tests.infra.aws_calls import (
+    calls_of_refresh,
     dynamodb_calls_of_policy_store,
     lambda_calls_of_executor,
     s3_calls_of_index_load,
@@ -113,6 +116,25 @@ def test_function_shape(translated: dict[str, Any]) -> None:
     assert props["MemorySize"] == 1769
 
 
+def test_snapstart_serves_a_published_version_through_an_alias(translated: dict[str, Any]) -> None:
+    props = function(translated)["Properties"]
+    assert props["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert props.get("EphemeralStorage", {"Size": 512})["Size"] <= 512  # SnapStart refuses more
+    assert "FileSystemConfigs" not in props
+    (alias,) = resources_of_type(translated, "AWS::Lambda::Alias").values()
+    assert alias["Properties"]["Name"] == "live"
+    version_id = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+    assert translated["Resources"][version_id]["Type"] == "AWS::Lambda::Version"
+    # SnapStart applies to versions only: every route must invoke the alias, never $LATEST.
+    (api,) = resources_of_type(translated, "AWS::ApiGatewayV2::Api").values()
+    for methods in api["Properties"]["Body"]["paths"].values():
+        for operation in methods.values():
+            uri = json.dumps(operation["x-amazon-apigateway-integration"]["uri"])
+            assert "Aliaslive" in uri, uri
+    for permission in resources_of_type(translated, "AWS::Lambda::Permission").values():
+        assert "Aliaslive" in json.dumps(permission["Properties"]["FunctionName"])
+
+
 def test_http_api_routes_are_explicit(translated: dict[str, Any]) -> None:
     (api,) = resources_of_type(translated, "AWS::ApiGatewayV2::Api").values()
     paths = api["Properties"]["Body"]["paths"]
@@ -172,6 +194,54 @@ def test_index_read_is_limited_to_the_prefix(translated: dict[str, Any], tmp_pat
     assert all(key.startswith(f"{prefix}/") for _, key in calls)
 
 
+def test_refresh_function_environment_is_a_valid_configuration(
+    translated: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = environment(translated, "RefreshFunction")
+    declared = {name for name in env if name.startswith(ENV_PREFIX)}
+    assert declared == {ENV_PREFIX + field.upper() for field in RefreshSettings.model_fields}
+    for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        if (resolved := resolve(value)) is not NO_VALUE:
+            monkeypatch.setenv(name, str(resolved))
+    settings = RefreshSettings()
+    assert settings.index_location == resolve(environment(translated)[f"{ENV_PREFIX}INDEX_LOCATION"])
+    assert parse_upstreams(settings.refresh_upstreams)[0].app == "Crm"
+    assert str(settings.model_dir) == "/var/task/model"
+    assert function(translated, "RefreshFunction")["Properties"]["Handler"] == "build_index.refresh_entry.handler"
+    assert "SnapStart" not in function(translated, "RefreshFunction")["Properties"]
+
+
+def test_refresh_runs_on_the_schedule(translated: dict[str, Any]) -> None:
+    (schedule,) = resources_of_type(translated, "AWS::Scheduler::Schedule").values()
+    props = schedule["Properties"]
+    assert props["ScheduleExpression"] == {"Ref": "RefreshSchedule"}
+    assert props["Target"]["Arn"] == {"Fn::GetAtt": ["RefreshFunction", "Arn"]}
+    assert props["Target"]["RetryPolicy"]["MaximumRetryAttempts"] == 2
+    assert schedule["Condition"] == translated["Resources"]["RefreshFunction"]["Condition"] == "RefreshesUpstreams"
+
+
+def test_refresh_grants_exactly_the_calls_a_refresh_makes(translated: dict[str, Any]) -> None:
+    bucket, prefix, tenant = PARAMS["IndexBucketName"], PARAMS["IndexPrefix"], PARAMS["TenantName"]
+    calls = calls_of_refresh(bucket, prefix, f"toolrec/{tenant}/crm-token")
+    granted = grants(translated, "RefreshFunction")
+    index_grant = granted.pop(f"arn:aws:s3:::{bucket}/{prefix}/*")
+    (secret_pattern, secret_grant) = granted.popitem()
+    assert not granted
+    s3_calls = {action for action, _ in calls if action.startswith("s3:")}
+    assert s3_calls == {"s3:GetObject", "s3:PutObject"}
+    assert all(key.startswith(f"{prefix}/") for action, key in calls if action.startswith("s3:"))
+    # AbortMultipartUpload: s3transfer's clean-up of a failed large upload, never made by a refresh that works.
+    assert index_grant - s3_calls == {"s3:AbortMultipartUpload"}
+    secret_calls = [(action, secret) for action, secret in calls if action.startswith("secretsmanager:")]
+    assert {action for action, _ in secret_calls} == secret_grant == {"secretsmanager:GetSecretValue"}
+    region_account = f"{REGION}:123456789012"  # the ARN pattern the template grants, for the tenant's names only
+    assert secret_pattern == f"arn:aws:secretsmanager:{region_account}:secret:toolrec/{tenant}/*"
+    assert all(fnmatch.fnmatch(f"arn:aws:secretsmanager:{region_account}:secret:{s}", secret_pattern)
+               for _, s in secret_calls)  # fmt: skip
+
+
 def test_lambda_executor_may_invoke_only_the_tool_prefix(translated: dict[str, Any]) -> None:
     prefix = PARAMS["ExecutorFunctionPrefix"]
     calls = asyncio.run(lambda_calls_of_executor(f"{prefix}weather"))
@@ -193,7 +263,8 @@ def test_sam_local_env_file_sets_exactly_the_declared_variables(translated: dict
     """`sam local` applies only variables the template declares, so the env file must match them one to one."""
     env_file = json.loads((REPO_ROOT / "events" / "env.json").read_text())
     assert set(env_file) == set(resources_of_type(translated, "AWS::Lambda::Function"))
-    assert set(env_file["Function"]) == set(environment(translated))
+    for logical_id, variables in env_file.items():
+        assert set(variables) == set(environment(translated, logical_id)), logical_id
 
 
 def test_every_template_route_is_served_by_the_app(tmp_path: Path, embedder: OnnxEmbedder) -> None:

@@ -17,7 +17,7 @@ from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.embedder import OnnxEmbedder
 from handler.errors import IndexUnavailableError, IntegrityError
-from handler.index_format import BUILDS, MANIFEST, BuiltIndex, load_build
+from handler.index_format import BUILDS, MANIFEST, BuiltIndex, catalog_digest, load_build
 from handler.index_store import LocalIndexStore, S3IndexStore, load_latest
 from handler.model_files import sha256_file
 from tests.support.serving import demo_tools
@@ -100,6 +100,26 @@ def as_schema_1(build_dir: Path) -> None:
     (build_dir / "tools.jsonl").unlink()
     (build_dir / "tool_keys.json").unlink()
     rehash(build_dir, schema_version=1)
+
+
+def test_a_build_without_a_catalog_digest_still_serves(
+    built: BuiltIndex, build_dir: Path, embedder: OnnxEmbedder
+) -> None:
+    manifest = json.loads((build_dir / MANIFEST).read_text())
+    assert manifest["catalog_sha256"] == catalog_digest(built.tools)
+    del manifest["catalog_sha256"]  # as a build written before the digest was recorded
+    (build_dir / MANIFEST).write_text(json.dumps(manifest))
+    previous = load_build(build_dir, embedder.fingerprint)
+    assert previous.manifest.catalog_sha256 is None
+    assert list(previous.tools) == list(built.tools)
+
+
+def test_the_catalog_digest_ignores_order_and_sees_any_change(built: BuiltIndex) -> None:
+    tools = list(built.tools)
+    assert catalog_digest(tools[::-1]) == catalog_digest(tools)
+    changed = [tools[0].model_copy(update={"description": tools[0].description + " now"}), *tools[1:]]
+    assert catalog_digest(changed) != catalog_digest(tools)
+    assert catalog_digest(tools[1:]) != catalog_digest(tools)
 
 
 def test_a_schema_1_build_still_serves(built: BuiltIndex, build_dir: Path, embedder: OnnxEmbedder) -> None:

@@ -17,7 +17,7 @@ from handler.execute.mcp_executor import McpExecutor
 from handler.index_store import LocalIndexStore, load_latest
 from tests.support.aio import in_thread, run_async
 from tests.support.servers import free_port, serve
-from tests.support.workers import upstream_mcp_app
+from tests.support.workers import bearer_protected, upstream_mcp_app
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +54,64 @@ def test_build_from_mcp_indexes_the_servers_tools_and_runs_them(
 def test_build_from_a_server_that_is_down_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     assert in_thread(cli.main, ["build", "--from-mcp", url, "--out", str(tmp_path / "index"), "--quiet"]) == 2
-    assert f"cannot list the tools of MCP server {url}" in capsys.readouterr().err
+    assert f"cannot list the tools of MCP server {url}: cannot connect" in capsys.readouterr().err
     assert not (tmp_path / "index").exists()
+
+
+@pytest.fixture(scope="module")
+def guarded_upstream() -> Iterator[str]:
+    with serve(bearer_protected(upstream_mcp_app(), "s3cret-token")) as url:
+        yield url + "/mcp"
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [
+        (None, "401 Unauthorized (it wants credentials: see --header)"),
+        ("Authorization: Bearer wrong", "401 Unauthorized (the credentials sent were refused)"),
+    ],
+    ids=["no-token", "wrong-token"],
+)
+def test_build_from_a_server_that_wants_a_token_names_the_url_and_status(
+    guarded_upstream: str, header: str | None, status: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: "cannot list the tools of MCP server URL: unhandled errors in a TaskGroup (1 sub-exception)".
+    extra = ["--header", header] if header else []
+    argv = ["build", "--from-mcp", guarded_upstream, *extra, "--out", str(tmp_path / "index"), "--quiet"]
+    assert in_thread(cli.main, argv) == 2
+    err = capsys.readouterr().err
+    assert f"cannot list the tools of MCP server {guarded_upstream}: it answered HTTP {status}" in err
+    assert "TaskGroup" not in err and "wrong" not in err  # nor the token that was refused
+    assert not (tmp_path / "index").exists()
+
+
+def test_a_forbidden_answer_names_403(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with serve(bearer_protected(upstream_mcp_app(), "other", status=403)) as base:
+        argv = ["build", "--from-mcp", base + "/mcp", "--out", str(tmp_path / "index"), "--quiet"]
+        assert in_thread(cli.main, argv) == 2
+    assert f"MCP server {base}/mcp: it answered HTTP 403 Forbidden" in capsys.readouterr().err
+
+
+def test_build_with_the_token_from_the_environment_indexes_the_tools(
+    guarded_upstream: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Embedder
+) -> None:
+    monkeypatch.setenv("UPSTREAM_TOKEN", "s3cret-token")
+    catalog_out = tmp_path / "upstream.jsonl"
+    argv = ["build", "--from-mcp", guarded_upstream, "--header", "Authorization: Bearer ${UPSTREAM_TOKEN}"]
+    argv += ["--mcp-app", "Guarded", "--catalog-out", str(catalog_out), "--out", str(tmp_path / "index"), "--quiet"]
+    assert in_thread(cli.main, argv) == 0
+    written = catalog_out.read_text()
+    assert {json.loads(line)["name"] for line in written.splitlines()} >= {"Guarded.add", "Guarded.shout"}
+    assert "s3cret-token" not in written  # the credential is sent, never written into the catalog
+
+
+def test_a_header_naming_an_unset_variable_fails_before_any_request(
+    guarded_upstream: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
+    argv = ["build", "--from-mcp", guarded_upstream, "--header", "Authorization: Bearer ${NO_SUCH_TOKEN}"]
+    assert in_thread(cli.main, [*argv, "--out", str(tmp_path / "index"), "--quiet"]) == 2
+    assert "the environment has no NO_SUCH_TOKEN" in capsys.readouterr().err
 
 
 def test_build_needs_a_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

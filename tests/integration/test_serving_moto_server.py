@@ -67,4 +67,7 @@ def test_s3_and_dynamodb_over_http_with_a_swap_under_load(
             during = list(before) + list(pool.map(ask, range(8)))
         assert all(status == 200 for status, _ in during)
         assert ask(0)[1][0] == "Acme.LaunchRocket"
-        assert client.get("/healthz").json() == {"status": "ok", "build_id": second, "tool_count": 97, "reason": None}
+        health = client.get("/healthz").json()
+        assert {k: health[k] for k in ("status", "build_id", "tool_count", "reason")} == {
+            "status": "ok", "build_id": second, "tool_count": 97, "reason": None
+        }  # fmt: skip

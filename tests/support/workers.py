@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.types import Image
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -114,6 +115,41 @@ def upstream_mcp_server() -> MCPServer:
     return server
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def badge_png(label: str) -> bytes:
+    """Bytes that depend on the label (a PNG signature, then the label): what came back was made from the input."""
+    return PNG_SIGNATURE + label.encode()
+
+
+def image_mcp_app() -> Any:
+    """An upstream whose tool answers with a caption and an image (ImageContent), as chart or screenshot tools do."""
+    server: MCPServer = MCPServer(name="upstream-images", log_level="WARNING")
+
+    @server.tool(description="Render a badge image for a label.", structured_output=False)
+    def badge(label: str) -> list[Any]:
+        return [f"badge for {label}", Image(data=badge_png(label), format="png")]
+
+    return server.streamable_http_app(json_response=True, stateless_http=True)
+
+
 def upstream_mcp_app() -> Any:
     """The upstream server as an ASGI app at ``/mcp`` (stateless JSON, as most hosted MCP servers run)."""
     return upstream_mcp_server().streamable_http_app(json_response=True, stateless_http=True)
+
+
+def bearer_protected(app: Any, token: str, *, status: int = 401) -> Any:
+    """``app`` behind a bearer token, as hosted MCP servers run: a request without it gets ``status``, no MCP."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            refusal = JSONResponse(
+                {"error": "invalid_token"}, status_code=status, headers={"WWW-Authenticate": "Bearer"}
+            )
+            await refusal(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return guarded

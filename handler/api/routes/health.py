@@ -1,6 +1,8 @@
-"""GET /healthz: which build is served and how many tools it holds, or why none is (no auth)."""
+"""GET /healthz: which build is served, how many tools it holds and how old it is, or why none is (no auth)."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
@@ -25,6 +27,10 @@ def healthz(services: ServicesDep) -> HealthResponse | JSONResponse:
         build_id=health.build_id,
         tool_count=health.tool_count,
         reason=health.reason,
+        catalog_built_at=health.built_at.isoformat() if health.built_at else None,
+        # The wall clock at answer time, not a cached one: a SnapStart restore or a long-warm instance reports
+        # the real age.
+        catalog_age_seconds=health.age_seconds(datetime.now(UTC)),
     )
     if health.ok:
         return body

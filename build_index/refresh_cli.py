@@ -1,0 +1,41 @@
+"""``toolrec refresh``'s arguments and run (build_index/refresh.py does the work). Light at import: the CLI builds
+every parser on each start, and the build stack is imported only when the command runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+HEADER_HELP = "sent to every --from-mcp server (repeatable); ${VAR} and ${secretsmanager:ID} are filled in"
+
+
+def add_refresh_parser(commands: Any, model_dir_option: Callable[[argparse.ArgumentParser], None]) -> None:
+    refresh = commands.add_parser("refresh", help="re-read upstream MCP servers; rebuild and publish if they changed")
+    refresh.add_argument("--index", required=True, help="the published index: a directory or s3://bucket/prefix")
+    refresh.add_argument("--from-mcp", metavar="URL", help="one upstream server (with --mcp-app and --header)")
+    refresh.add_argument("--mcp-app", default=None, help="App name for its tools (default: the server's name)")
+    refresh.add_argument("--header", action="append", metavar="'NAME: VALUE'", help=HEADER_HELP)
+    refresh.add_argument("--upstreams", metavar="JSON", help='[{"url": ..., "app": ..., "headers": {...}}, ...]')
+    model_dir_option(refresh)
+    refresh.set_defaults(run=run_refresh)
+
+
+def run_refresh(args: argparse.Namespace) -> int:
+    from build_index.model_prepare import MODEL_ID
+    from build_index.refresh import refresh
+    from build_index.upstream_headers import parse_headers, parse_upstreams, upstreams_from
+    from handler.embedder import OnnxEmbedder
+    from handler.errors import CatalogError
+    from handler.model_files import default_model_dir
+
+    if bool(args.upstreams) == bool(args.from_mcp):
+        raise CatalogError("give either --from-mcp URL or --upstreams JSON")
+    one = {"url": args.from_mcp, "app": args.mcp_app, "headers": parse_headers(args.header)}
+    upstreams = parse_upstreams(args.upstreams) if args.upstreams else upstreams_from([one])
+    embedder = OnnxEmbedder(args.model_dir or default_model_dir())
+    result = refresh(args.index, upstreams, embedder, MODEL_ID, os.environ)
+    done = "published new build" if result.published else "tools unchanged, kept build"
+    print(f"{done} {result.build_id} ({result.tool_count} tools, catalog sha256 {result.catalog_sha256[:12]})")
+    return 0
