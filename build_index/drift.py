@@ -21,9 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 from pydantic import BaseModel, Field
+
+from handler.ranking.recommend import recommend
+
+if TYPE_CHECKING:
+    from handler.embedder import Embedder
+    from handler.index_format import LoadedIndex
 
 TOP_K = 5
 MIN_OVERLAP = 4
@@ -102,6 +109,27 @@ class Endpoint:
         return [s["tool_name"] for s in response.json()["results"][0]["suggestions"]]
 
 
+class IndexEndpoint:
+    """A build not yet published, answering as select does over its whole catalog: what a refresh checks before
+    LATEST moves (the goldens are recorded for a user who may use every tool, with no gateway)."""
+
+    def __init__(self, index: LoadedIndex, embedder: Embedder) -> None:
+        self._index, self._embedder = index, embedder
+
+    def build_id(self) -> str | None:
+        return self._index.manifest.build_id
+
+    def top(self, task: str, user_id: str, gateway_id: str | None, top_k: int) -> list[str]:
+        found = recommend(self._index.ranking, self._embedder, task, None, top_k)
+        return [self._index.ranking.names[h.index] for h in found.hits]
+
+
+class Answers(Protocol):
+    def build_id(self) -> str | None: ...
+
+    def top(self, task: str, user_id: str, gateway_id: str | None, top_k: int) -> list[str]: ...
+
+
 def read_queries(path: Path) -> list[CheckedTask]:
     """One ``task => App.Tool, ...`` per line (the tools right for it); blank lines and '#' lines are skipped."""
     tasks = []
@@ -117,7 +145,7 @@ def read_queries(path: Path) -> list[CheckedTask]:
     return tasks
 
 
-def record(endpoint: Endpoint, tasks: Sequence[CheckedTask], user_id: str, gateway_id: str | None = None) -> Golden:
+def record(endpoint: Answers, tasks: Sequence[CheckedTask], user_id: str, gateway_id: str | None = None) -> Golden:
     """The endpoint's answers as a golden, each marked ``known_wrong`` when its top-1 is not a right tool."""
     build_id = endpoint.build_id() or "unknown"
     queries = []
@@ -145,7 +173,7 @@ def compare(expected: list[str], got: list[str], top_k: int = TOP_K) -> str | No
     return None
 
 
-def check(endpoint: Endpoint, golden: Golden) -> DriftReport:
+def check(endpoint: Answers, golden: Golden) -> DriftReport:
     moved = []
     for query in golden.queries:
         got = endpoint.top(query.task, golden.user_id, golden.gateway_id, golden.top_k)

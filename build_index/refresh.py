@@ -1,28 +1,35 @@
-"""``toolrec refresh``: re-read a tenant's upstream MCP servers and publish a new build only when the tools changed.
+"""``toolrec refresh``: re-read a tenant's upstream MCP servers and its query log, and publish a new build only when
+the tools or the usage evidence changed.
 
 The published build is the source of everything that did not come from those servers (catalog files, other
 upstreams): its tools whose ``mcp`` executor targets one of the servers are replaced by what the server lists now,
 the others are kept as they are. The new tool set's ``catalog_digest`` is compared with the one the current
-manifest records; equal, and built with the model this toolrec runs, nothing is built or published.
+manifest records, and what the query log would fold (``usage.evidence_digest``) with the manifest's; both equal,
+and built with the model this toolrec runs, nothing is built or published. Unchanged tools keep their vectors.
+A golden (build_index/drift.py) is checked on the new build before LATEST moves.
 The same function runs locally (``toolrec refresh``) and on the schedule (build_index/refresh_entry.py).
 """
 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from build_index.build import build_index
+from build_index.build import build_index, embed_texts
+from build_index.drift import Golden, IndexEndpoint, check
 from build_index.mcp_ingest import ingest, merge
 from build_index.publish import publish
 from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
+from build_index.usage import evidence_digest, fold_usage, read_usage
 from handler.catalog import Tool
 from handler.embedder import Embedder
-from handler.index_format import MANIFEST, catalog_digest, load_build, read_manifest
-from handler.index_store import open_store
+from handler.errors import ToolrecError
+from handler.index_format import MANIFEST, BuiltIndex, catalog_digest, load_build, read_manifest, rebuild_of
+from handler.index_store import LocalIndexStore, load_latest, open_store
 
 
 @dataclass(frozen=True)
@@ -56,10 +63,15 @@ def refresh(
     model_id: str,
     environ: Mapping[str, str],
     *,
+    usage: str | None = None,
+    golden: Golden | None = None,
     s3_client: Any = None,
+    dynamodb_client: Any = None,
     read_secret: SecretReader | None = None,
 ) -> RefreshResult:
-    """Rebuild and publish ``location`` if its upstream tools changed; the current build must exist."""
+    """Rebuild and publish ``location`` if its upstream tools or, with ``usage`` (a ``--usage`` source), the usage
+    evidence changed; the current build must exist. With ``golden``, the new build must pass the drift check
+    before LATEST moves (DriftError: nothing is published)."""
     store = open_store(location, s3_client)
     with tempfile.TemporaryDirectory(prefix="toolrec-refresh-") as scratch:
         build_id = store.latest_build_id()  # none published: IndexNotPublishedError says to run `toolrec build`
@@ -67,10 +79,35 @@ def refresh(
         manifest = read_manifest((directory / MANIFEST).read_bytes())
         # Verified against its own model: a build from another model is still a valid source of tool records.
         current = list(load_build(directory, manifest.model.fingerprint).tools)
-    tools = refreshed_tools(current, upstreams, environ, read_secret)
-    digest = catalog_digest(tools)
-    if digest == manifest.catalog_sha256 and manifest.model.fingerprint == embedder.fingerprint:
-        return RefreshResult(False, build_id, len(tools), digest)
-    built = build_index(tools, embedder, model_id, progress=False)
+        tools = refreshed_tools(current, upstreams, environ, read_secret) if upstreams else current
+        digest = catalog_digest(tools)
+        same_tools = digest == manifest.catalog_sha256 and manifest.model.fingerprint == embedder.fingerprint
+        log = read_usage(usage, time.time(), dynamodb_client) if usage else None
+        evidence = None if log is None else evidence_digest(log, [t.name for t in tools])
+        if same_tools and evidence == (manifest.usage.evidence_sha256 if manifest.usage else None):
+            return RefreshResult(False, build_id, len(tools), digest)
+        # Unchanged tools keep their vectors: only new usage is embedded.
+        built = rebuild_of(directory, current, embedder.fingerprint) if same_tools else None
+    if built is None:
+        built = build_index(tools, embedder, model_id, progress=False)
+    if log is not None and usage is not None:
+        names = [t.name for t in tools]
+        built = replace(built, usage=fold_usage(log, names, lambda texts: embed_texts(texts, embedder), usage))
+    if golden is not None:
+        drift_checked(built, golden, embedder)
     published = publish(built, location, s3_client)
     return RefreshResult(True, published.build_id, published.tool_count, digest)
+
+
+class DriftError(ToolrecError):
+    """The new build answers the drift check's golden queries differently: it is not published."""
+
+
+def drift_checked(built: BuiltIndex, golden: Golden, embedder: Embedder) -> None:
+    """The drift check (build_index/drift.py) on a build before it is published, over its whole catalog."""
+    with tempfile.TemporaryDirectory(prefix="toolrec-drift-") as scratch:
+        publish(built, scratch)
+        loaded = load_latest(LocalIndexStore(Path(scratch)), Path(scratch), embedder.fingerprint)
+        report = check(IndexEndpoint(loaded, embedder), golden)
+    if report.moved:
+        raise DriftError(f"not published: the drift check failed\n{report.format()}")

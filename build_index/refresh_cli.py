@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 HEADER_HELP = "sent to every --from-mcp server (repeatable); ${VAR} and ${secretsmanager:ID} are filled in"
@@ -18,11 +19,18 @@ def add_refresh_parser(commands: Any, model_dir_option: Callable[[argparse.Argum
     refresh.add_argument("--mcp-app", default=None, help="App name for its tools (default: the server's name)")
     refresh.add_argument("--header", action="append", metavar="'NAME: VALUE'", help=HEADER_HELP)
     refresh.add_argument("--upstreams", metavar="JSON", help='[{"url": ..., "app": ..., "headers": {...}}, ...]')
+    refresh.add_argument(
+        "--usage",
+        metavar="SOURCE",
+        help="also fold this query log (as build --usage); rebuild when its evidence changed",
+    )
+    refresh.add_argument("--golden", type=Path, help="a drift golden the new build must pass before LATEST moves")
     model_dir_option(refresh)
     refresh.set_defaults(run=run_refresh)
 
 
 def run_refresh(args: argparse.Namespace) -> int:
+    from build_index.drift import load_golden
     from build_index.model_prepare import MODEL_ID
     from build_index.refresh import refresh
     from build_index.upstream_headers import parse_headers, parse_upstreams, upstreams_from
@@ -30,12 +38,16 @@ def run_refresh(args: argparse.Namespace) -> int:
     from handler.errors import CatalogError
     from handler.model_files import default_model_dir
 
-    if bool(args.upstreams) == bool(args.from_mcp):
-        raise CatalogError("give either --from-mcp URL or --upstreams JSON")
+    if args.upstreams and args.from_mcp:
+        raise CatalogError("give either --from-mcp URL or --upstreams JSON, not both")
+    if not (args.upstreams or args.from_mcp or args.usage):
+        raise CatalogError("nothing to refresh from: give --from-mcp URL, --upstreams JSON and/or --usage SOURCE")
     one = {"url": args.from_mcp, "app": args.mcp_app, "headers": parse_headers(args.header)}
-    upstreams = parse_upstreams(args.upstreams) if args.upstreams else upstreams_from([one])
+    upstreams = parse_upstreams(args.upstreams) if args.upstreams else upstreams_from([one]) if args.from_mcp else []
+    golden = load_golden(args.golden) if args.golden else None
     embedder = OnnxEmbedder(args.model_dir or default_model_dir())
-    result = refresh(args.index, upstreams, embedder, MODEL_ID, os.environ)
-    done = "published new build" if result.published else "tools unchanged, kept build"
+    result = refresh(args.index, upstreams, embedder, MODEL_ID, os.environ, usage=args.usage, golden=golden)
+    unchanged = "tools and usage unchanged" if args.usage else "tools unchanged"
+    done = "published new build" if result.published else f"{unchanged}, kept build"
     print(f"{done} {result.build_id} ({result.tool_count} tools, catalog sha256 {result.catalog_sha256[:12]})")
     return 0

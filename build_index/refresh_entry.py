@@ -3,7 +3,8 @@
 
 At module scope, once per cold start: the settings and the upstream list are validated (a bad list fails the init,
 not a run at 3 a.m.), the model is verified and loaded, the AWS clients are made. Each invocation re-reads the
-tenant's upstream servers and publishes a new build only when their tools changed (build_index/refresh.py); a
+tenant's upstream servers and its query log (when it learns from use) and publishes a new build only when their
+tools or its usage evidence changed, after the tenant's drift golden passed on it (build_index/refresh.py); a
 failure (an upstream down or refusing its token) raises, so the run counts as an error and the schedule retries.
 The serving function picks a new build up on its LATEST check, as after a deploy.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import boto3
 
+from build_index.drift import load_golden
 from build_index.model_prepare import MODEL_ID
 from build_index.refresh import refresh
 from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
@@ -25,15 +27,27 @@ from handler.settings import RefreshSettings
 
 settings = RefreshSettings()
 observability.configure(settings.log_level)
-upstreams = parse_upstreams(settings.refresh_upstreams)
+# [] when the function only learns from use: the build's tools are kept as they are.
+upstreams = [] if settings.refresh_upstreams.strip() == "[]" else parse_upstreams(settings.refresh_upstreams)
 embedder = OnnxEmbedder(settings.model_dir, threads=1)
 s3_client = boto3.client("s3")
+dynamodb_client = boto3.client("dynamodb") if settings.refresh_usage else None
 read_secret = secrets_manager_reader(boto3.client("secretsmanager"))
+golden = load_golden(settings.refresh_golden) if settings.refresh_golden else None
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     result = refresh(
-        settings.index_location, upstreams, embedder, MODEL_ID, os.environ, s3_client=s3_client, read_secret=read_secret
+        settings.index_location,
+        upstreams,
+        embedder,
+        MODEL_ID,
+        os.environ,
+        usage=settings.refresh_usage,
+        golden=golden,
+        s3_client=s3_client,
+        dynamodb_client=dynamodb_client,
+        read_secret=read_secret,
     )
     outcome = dataclasses.asdict(result)
     observability.logger.info("refresh done", extra={**outcome, "upstreams": [u.url for u in upstreams]})

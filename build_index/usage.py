@@ -10,6 +10,7 @@ not in the query log at all.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 import time
@@ -128,6 +129,7 @@ def fold_usage(
     """
     groups, ignored = _resolve(log, tool_names, name_of)
     chosen = past_tasks_by_tool(groups)
+    co_usage = _co_usage([positions for _, positions in groups], len(tool_names))
     texts = list(dict.fromkeys(text for tasks in chosen.values() for text in tasks))
     vectors = embed(texts or ["tool"])  # one text when there are none: the width of an empty matrix
     row_of = {text: row for row, text in enumerate(texts)}
@@ -139,7 +141,7 @@ def fold_usage(
     arrays = UsageArrays(
         past_tasks=quantize(means),
         past_task_tools=np.array(tools, dtype=np.int32),
-        **_co_usage([positions for _, positions in groups], len(tool_names)),
+        **co_usage,
     )
     times = sorted(g.at for g, _ in groups if g.at is not None)
     summary = UsageSummary(
@@ -151,8 +153,23 @@ def fold_usage(
         past_task_rows=sum(len(tasks) for tasks in chosen.values()),
         tools_with_usage=len(tools),
         ignored=dict(sorted(ignored.items())),
+        evidence_sha256=_evidence_digest(chosen, co_usage),
     )
     return arrays, summary
+
+
+def evidence_digest(log: UsageLog, tool_names: Sequence[str]) -> str:
+    """What ``fold_usage`` would fold from ``log``, as a digest (no embedding): equal digests fold into equal
+    evidence, so a refresh can tell whether the usage changed since the published build."""
+    groups, _ = _resolve(log, tool_names, None)
+    return _evidence_digest(past_tasks_by_tool(groups), _co_usage([p for _, p in groups], len(tool_names)))
+
+
+def _evidence_digest(chosen: dict[int, list[str]], co_usage: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(sorted(chosen.items())).encode())
+    for name in sorted(co_usage):
+        digest.update(np.ascontiguousarray(co_usage[name]).tobytes())
+    return digest.hexdigest()
 
 
 Resolved = list[tuple[ExecutionGroup, tuple[int, ...]]]

@@ -76,6 +76,7 @@ class UsageSummary(BaseModel):
     past_task_rows: int
     tools_with_usage: int
     ignored: dict[str, int]  # weaker evidence, by kind: counted, never used
+    evidence_sha256: str  # of what was folded (build_index/usage.py), so a refresh can tell whether it changed
 
 
 class Manifest(BaseModel):

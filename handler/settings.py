@@ -61,5 +61,7 @@ class RefreshSettings(BaseSettings):
 
     index_location: str = Field(min_length=1, description="the published index: s3://bucket/prefix")
     model_dir: Path = Field(default_factory=default_model_dir, description="prepared model directory")
-    refresh_upstreams: str = Field(min_length=2, description='JSON: [{"url", "app"?, "headers"?}, ...]')
+    refresh_upstreams: str = Field(min_length=2, description='JSON: [{"url", "app"?, "headers"?}, ...]; [] for none')
+    refresh_usage: str | None = Field(default=None, description="dynamodb:TABLE: the query log to learn from, if on")
+    refresh_golden: Path | None = Field(default=None, description="a drift golden each new build must pass")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

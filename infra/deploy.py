@@ -53,8 +53,9 @@ def parameter_overrides(tenant: Tenant) -> list[str]:
         "EnableTracing": str(tenant.enable_tracing).lower(),
         # Always given, `[]` for none: a parameter left out keeps its previous value on a stack update.
         "UpstreamServers": tenant.upstreams_json,
+        "LearnFromUse": str(tenant.learn_from_use).lower(),
     }
-    if tenant.upstreams:
+    if tenant.upstreams or tenant.learn_from_use:
         values["RefreshSchedule"] = tenant.refresh_schedule
     return [f"{name}={sam_escaped(value)}" for name, value in values.items()]
 

@@ -35,6 +35,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from handler.model_files import default_model_dir, read_spec
+from infra.tenant import load_tenant, tenant_names
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOCK_FILE = REPO_ROOT / "infra" / "lambda-requirements.txt"
@@ -62,8 +63,8 @@ EXCLUDED = frozenset(
 PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools")
 # The scheduled refresh (template.yaml RefreshFunction) runs the build step in the function: these modules of
 # build_index and nothing else of it (not its copy of the model, the demo, benchmarks, evaluation or training).
-REFRESH_MODULES = ("__init__", "build", "catalog_io", "mcp_ingest", "model_prepare", "publish", "refresh",
-                   "refresh_entry", "upstream_headers")  # fmt: skip
+REFRESH_MODULES = ("__init__", "build", "catalog_io", "drift", "mcp_ingest", "model_prepare", "publish", "refresh",
+                   "refresh_entry", "stats", "upstream_headers", "usage")  # fmt: skip
 MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
 LAMBDA_TASK_ROOT = "/var/task"
 
@@ -146,6 +147,11 @@ def build(out: Path, model_dir: Path | None = None) -> Path:
     (out / "model").mkdir()
     for name in ["model_spec.json", *spec.files]:
         shutil.copy2(model_dir / name, out / "model" / name)
+    # Each tenant's drift golden, which its scheduled refresh checks every new build against (template.yaml
+    # TOOLREC_REFRESH_GOLDEN): one package serves every tenant.
+    (out / "goldens").mkdir()
+    for name in tenant_names():
+        shutil.copy2(REPO_ROOT / load_tenant(name).drift.golden, out / "goldens" / f"{name}.golden.json")
     _compile_bytecode(out)
     return out
 

@@ -129,8 +129,9 @@ async def lambda_calls_of_executor(function_name: str) -> set[str]:
     return actions
 
 
-def calls_of_refresh(bucket: str, prefix: str, secret_id: str) -> list[tuple[str, str]]:
-    """(action, S3 key or secret id) for every AWS call of a scheduled refresh that publishes a new build."""
+def calls_of_refresh(bucket: str, prefix: str, secret_id: str, query_log: str) -> list[tuple[str, str]]:
+    """(action, S3 key, secret id or table) for every AWS call of a scheduled refresh that publishes a new build,
+    learning from the query log as it does by default."""
     tools = read_catalogs([CATALOG])[:3]
     embedder = OnnxEmbedder(default_model_dir())
     calls: list[tuple[str, str]] = []
@@ -139,12 +140,23 @@ def calls_of_refresh(bucket: str, prefix: str, secret_id: str) -> list[tuple[str
         s3.create_bucket(Bucket=bucket)
         secrets = boto3.client("secretsmanager", region_name=REGION)
         secrets.create_secret(Name=secret_id, SecretString="token")
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        tables = TableNames(policy="p", connections="c", api_keys="k", query_log=query_log)
+        create_tables(dynamodb, tables)
+        log = DynamoPolicyStore(dynamodb, tables)
+        now = datetime.now(UTC)
+        ran = ((tools[0].name,),)
+        log.put_query(QueryRecord(query_id="q1", user_id="ana", tasks=("a task",), recommended=ran, created_at=now,
+                                  expires_at=int(now.timestamp()) + 3600))  # fmt: skip
+        log.record_execution("q1", ExecutionRecord(tool_name=tools[0].name, user_id="ana", at=now, outcome="ok"))
         publish(build_index(tools, embedder, MODEL_ID, progress=False), f"s3://{bucket}/{prefix}", s3_client=s3)
         _recorder(s3, "s3", lambda action, params: calls.append((action, params.get("Key", ""))))
         _recorder(secrets, "secretsmanager", lambda action, params: calls.append((action, params["SecretId"])))
+        _recorder(dynamodb, "dynamodb", lambda action, params: calls.append((action, params["TableName"])))
         header = {"Authorization": f"Bearer ${{secretsmanager:{secret_id}}}"}
         upstreams = parse_upstreams(f'[{{"url": "{base}/mcp", "app": "Crm", "headers": {json.dumps(header)}}}]')
         location, reader = f"s3://{bucket}/{prefix}", secrets_manager_reader(secrets)
-        result = refresh(location, upstreams, embedder, MODEL_ID, {}, s3_client=s3, read_secret=reader)
+        result = refresh(location, upstreams, embedder, MODEL_ID, {}, usage=f"dynamodb:{query_log}", s3_client=s3,
+                         dynamodb_client=dynamodb, read_secret=reader)  # fmt: skip
     assert result.published and result.tool_count == len(tools) + 4
     return calls

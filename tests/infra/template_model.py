@@ -20,12 +20,20 @@ PARAMS = {
     "EnableTracing": "false",
     "LocalEndpointUrl": "",
     "UpstreamServers": '[{"url": "https://crm.example.test/mcp", "app": "Crm"}]',
+    "LearnFromUse": "true",
     "RefreshSchedule": "rate(1 hour)",
     "AWS::Partition": "aws",
     "AWS::Region": "us-east-1",
     "AWS::AccountId": "123456789012",
 }
-CONDITIONS = {"OwnsIndexBucket": True, "TracingEnabled": False, "UseLocalEndpoint": False, "RefreshesUpstreams": True}
+CONDITIONS = {
+    "OwnsIndexBucket": True,
+    "TracingEnabled": False,
+    "UseLocalEndpoint": False,
+    "RefreshesUpstreams": True,
+    "LearnsFromUse": True,
+    "Refreshes": True,
+}
 NO_VALUE = object()
 
 

@@ -34,7 +34,8 @@ EXPECTED_ACME = [
     " --capabilities CAPABILITY_IAM --resolve-s3 --no-confirm-changeset --no-fail-on-empty-changeset"
     " --parameter-overrides TenantName=acme Stage=prod IndexBucketName=toolrec-acme-prod-index"
     " CreateIndexBucket=true IndexPrefix=index LogLevel=INFO ExecutorFunctionPrefix=acme-tool- EnableTracing=false"
-    " 'UpstreamServers=[]' --tags toolrec:tenant=acme toolrec:stage=prod",
+    " 'UpstreamServers=[]' LearnFromUse=true 'RefreshSchedule=rate(1\\ hour)' --tags toolrec:tenant=acme"
+    " toolrec:stage=prod",
     ".venv/bin/python -m infra.publish --from build/index/acme --to s3://toolrec-acme-prod-index/index",
     ".venv-sam/bin/sam list stack-outputs --stack-name toolrec-acme-prod --region eu-west-1 --output json",
     ".venv/bin/python -m infra.smoke --url '{ApiUrl}' --tenant acme --expect-build-from build/index/acme",
@@ -46,7 +47,8 @@ EXPECTED_GLOBEX = [
     " --capabilities CAPABILITY_IAM --resolve-s3 --no-confirm-changeset --no-fail-on-empty-changeset"
     " --parameter-overrides TenantName=globex Stage=staging IndexBucketName=globex-shared-artifacts"
     " CreateIndexBucket=false IndexPrefix=toolrec/index LogLevel=DEBUG ExecutorFunctionPrefix=globex-tools-"
-    " EnableTracing=true 'UpstreamServers=[]' --tags toolrec:tenant=globex toolrec:stage=staging",
+    " EnableTracing=true 'UpstreamServers=[]' LearnFromUse=true 'RefreshSchedule=rate(1\\ hour)'"
+    " --tags toolrec:tenant=globex toolrec:stage=staging",
     ".venv/bin/python -m infra.publish --from build/index/globex --to s3://globex-shared-artifacts/toolrec/index",
     ".venv-sam/bin/sam list stack-outputs --stack-name toolrec-globex-staging --region us-east-2 --output json",
     ".venv/bin/python -m infra.smoke --url '{ApiUrl}' --tenant globex --expect-build-from build/index/globex",
@@ -187,3 +189,12 @@ def test_build_publish_and_smoke_steps_run_against_a_local_stack(
         assert "HTTP 401" in wrong_key[1].detail
         stale = run_smoke(url, API_KEY, tenant.smoke, expect_build="20990101T000000Z-000000000000", wait_s=0)
         assert [c.ok for c in stale] == [False]
+
+
+def test_a_tenant_that_does_not_learn_from_use_says_so_to_the_stack(tmp_path: Path) -> None:
+    text = (REPO_ROOT / "infra" / "tenants" / "acme.toml").read_text()
+    (tmp_path / "acme.toml").write_text("learn_from_use = false\n" + text)
+    overrides = parameter_overrides(load_tenant("acme", tmp_path))
+    assert "LearnFromUse=false" in overrides
+    assert not any(o.startswith("'RefreshSchedule") for o in overrides)  # no upstreams either: no refresh function
+    assert "LearnFromUse=true" in parameter_overrides(load_tenant("acme"))

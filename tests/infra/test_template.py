@@ -219,16 +219,18 @@ def test_refresh_runs_on_the_schedule(translated: dict[str, Any]) -> None:
     assert props["ScheduleExpression"] == {"Ref": "RefreshSchedule"}
     assert props["Target"]["Arn"] == {"Fn::GetAtt": ["RefreshFunction", "Arn"]}
     assert props["Target"]["RetryPolicy"]["MaximumRetryAttempts"] == 2
-    assert schedule["Condition"] == translated["Resources"]["RefreshFunction"]["Condition"] == "RefreshesUpstreams"
+    assert schedule["Condition"] == translated["Resources"]["RefreshFunction"]["Condition"] == "Refreshes"
 
 
 def test_refresh_grants_exactly_the_calls_a_refresh_makes(translated: dict[str, Any]) -> None:
     bucket, prefix, tenant = PARAMS["IndexBucketName"], PARAMS["IndexPrefix"], PARAMS["TenantName"]
-    calls = calls_of_refresh(bucket, prefix, f"toolrec/{tenant}/crm-token")
+    calls = calls_of_refresh(bucket, prefix, f"toolrec/{tenant}/crm-token", "QueryLogTable")
     granted = grants(translated, "RefreshFunction")
     index_grant = granted.pop(f"arn:aws:s3:::{bucket}/{prefix}/*")
+    query_log_grant = granted.pop("arn:QueryLogTable")
     (secret_pattern, secret_grant) = granted.popitem()
     assert not granted
+    assert {action for action, table in calls if table == "QueryLogTable"} == query_log_grant == {"dynamodb:Scan"}
     s3_calls = {action for action, _ in calls if action.startswith("s3:")}
     assert s3_calls == {"s3:GetObject", "s3:PutObject"}
     assert all(key.startswith(f"{prefix}/") for action, key in calls if action.startswith("s3:"))

@@ -116,7 +116,7 @@ def test_a_header_naming_an_unset_variable_fails_before_any_request(
 
 def test_build_needs_a_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert in_thread(cli.main, ["build", "--out", str(tmp_path / "index"), "--quiet"]) == 2
-    assert "--catalog and/or --from-mcp" in capsys.readouterr().err
+    assert "give --catalog, --from-mcp or --from-index" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
