@@ -1,0 +1,82 @@
+"""The ranking core's use of usage evidence (handler/ranking/usage.py): what it may and may not change."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from handler.ranking.dense import DenseMatrix, quantize
+from handler.ranking.usage import (
+    COMPANION_CANDIDATES,
+    PAST_TASK_FLOOR,
+    PAST_TASK_SHARE,
+    UsageEvidence,
+    companion_votes,
+    with_past_tasks,
+)
+
+DIM = 8
+
+
+def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
+    rows = rng.normal(size=(n, DIM)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def evidence(rng: np.random.Generator, tool_count: int, with_usage: int) -> UsageEvidence:
+    tools = np.sort(rng.choice(tool_count, size=with_usage, replace=False)).astype(np.int32)
+    companions = [
+        rng.choice(tool_count, size=int(rng.integers(0, min(4, tool_count + 1))), replace=False)
+        for _ in range(tool_count)
+    ]
+    indptr = np.zeros(tool_count + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(c) for c in companions])
+    flat = np.concatenate(companions).astype(np.int32) if indptr[-1] else np.zeros(0, np.int32)
+    shares = rng.uniform(0.1, 1.0, size=len(flat)).astype(np.float32)
+    return UsageEvidence(DenseMatrix.from_quantized(quantize(unit_rows(rng, with_usage))), tools, indptr, flat, shares)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), tool_count=st.integers(1, 60), share_used=st.floats(0.0, 1.0))
+def test_past_tasks_only_raise_a_tool_and_only_from_a_close_past_task(
+    seed: int, tool_count: int, share_used: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    usage = evidence(rng, tool_count, int(share_used * tool_count))
+    semantic = rng.uniform(-0.2, 0.9, size=tool_count).astype(np.float32)
+    task = unit_rows(rng, 1)[0]
+    lifted = with_past_tasks(semantic, usage, task)
+    assert (lifted >= semantic).all()
+    past = usage.past_task_cosines(task, tool_count)
+    raised = lifted > semantic
+    assert (past[raised] >= PAST_TASK_FLOOR).all()
+    np.testing.assert_allclose(lifted[raised], PAST_TASK_SHARE * past[raised], rtol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), tool_count=st.integers(1, 80))
+def test_companions_vote_only_for_allowed_tools_the_ranking_already_holds_high(seed: int, tool_count: int) -> None:
+    rng = np.random.default_rng(seed)
+    usage = evidence(rng, tool_count, tool_count // 2)
+    fused = rng.uniform(0, 1, size=tool_count).astype(np.float32)
+    allowed = rng.uniform(size=tool_count) < 0.7
+    votes = companion_votes(usage, fused, allowed)
+    assert (votes[~allowed] == 0).all()
+    ranked = [int(i) for i in np.argsort(-np.where(allowed, fused, -np.inf), kind="stable")]
+    plausible = set(ranked[:COMPANION_CANDIDATES]) if allowed.any() else set()
+    assert set(np.flatnonzero(votes)) <= plausible - set(ranked[:1])
+
+
+def test_evidence_with_no_rows_changes_nothing() -> None:
+    rng = np.random.default_rng(0)
+    empty = UsageEvidence(
+        DenseMatrix.from_quantized(quantize(np.zeros((0, DIM), np.float32))),
+        np.zeros(0, np.int32),
+        np.zeros(11, np.int64),
+        np.zeros(0, np.int32),
+        np.zeros(0, np.float32),
+    )
+    semantic = rng.uniform(size=10).astype(np.float32)
+    assert (with_past_tasks(semantic, empty, unit_rows(rng, 1)[0]) == semantic).all()
+    assert not companion_votes(empty, semantic, np.ones(10, bool)).any()
