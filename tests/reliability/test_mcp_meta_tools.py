@@ -57,9 +57,9 @@ def base(demo_index: Path, embedder: Embedder, tmp_path_factory: pytest.TempPath
         yield url
 
 
-def call(base: str, gateway: str, tool: str, arguments: dict[str, Any]) -> Any:
+def call(base: str, gateway: str, tool: str, arguments: dict[str, Any], timeout: float = 30) -> Any:
     async def main() -> Any:
-        async with mcp_client(f"{base}/mcp/{gateway}", API_KEY, USER) as client:
+        async with mcp_client(f"{base}/mcp/{gateway}", API_KEY, USER, timeout=timeout) as client:
             return await client.call_tool(tool, arguments)
 
     return run_async(main)
@@ -165,7 +165,9 @@ def test_rest_refuses_the_same_task_and_context_lengths(base: str) -> None:
 def test_select_tools_at_the_limits_answers(base: str) -> None:
     task = (TASK + " ") * (MAX_TASK_CHARS // (len(TASK) + 1))
     arguments = {"tasks": [task[:MAX_TASK_CHARS]] * MAX_TASKS, "context": "c" * MAX_CONTEXT_CHARS}
-    result = call(base, "default", "Toolrec_SelectTools", arguments)
+    # 16 tasks of 1,000 characters embed up to 80 texts: seconds on a busy 2-core machine, so the answer, not its
+    # latency, is what this checks (Performance measures latency).
+    result = call(base, "default", "Toolrec_SelectTools", arguments, timeout=180)
     assert not result.is_error, result.content
     assert len(structured(result)["results"]) == MAX_TASKS
 

@@ -23,12 +23,16 @@ WEATHER_TASK, SUM_TASK = "get the weather forecast for Oslo", "add two numbers t
 
 @asynccontextmanager
 async def mcp_client(
-    url: str, api_key: str, user: str | None, transport: httpx2.AsyncBaseTransport | None = None
+    url: str,
+    api_key: str,
+    user: str | None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    timeout: float = 30,
 ) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {api_key}"}
     if user is not None:
         headers[USER_HEADER] = user
-    http = httpx2.AsyncClient(headers=headers, transport=transport, timeout=30)
+    http = httpx2.AsyncClient(headers=headers, transport=transport, timeout=timeout)
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
         yield client
 
