@@ -17,6 +17,16 @@ from handler.model_files import default_model_dir
 Command = Callable[[argparse.Namespace], int]
 
 
+def _share(text: str) -> float:
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 < share < 1.0:
+        raise argparse.ArgumentTypeError(f"a share between 0 and 1 (exclusive), not {text!r}")
+    return share
+
+
 def _model_dir_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-dir",
@@ -124,7 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "no_match_cosine": threshold,
     }  # fmt: skip
     if args.usage_split is not None:
-        from build_index.evaluate import evaluate_usage_split, format_split_report
+        from build_index.usage_eval import evaluate_usage_split, format_split_report
 
         split = evaluate_usage_split(args.bench_dir, args.usage_split, _embedder(args), MODEL_ID, **options)
         print(json.dumps(split) if args.json else format_split_report(split))
@@ -286,7 +296,7 @@ def _add_quality_commands(commands: Any) -> None:
     )
     history.add_argument(
         "--usage-split",
-        type=float,
+        type=_share,
         metavar="SHARE",
         help="use this share of the queries (by a fixed hash of their id) as history; score cold and warm on the rest",
     )

@@ -21,7 +21,7 @@ from build_index.metrics import completeness, ndcg, recall
 from build_index.publish import publish
 from build_index.reference_bm25 import ReferenceBM25, reference_text
 from build_index.training_split import TRAINING_SETS, unseen_by_model
-from build_index.usage import ExecutionGroup, UsageLog, fold_usage
+from build_index.usage import UsageLog, fold_usage
 from handler.catalog import _VERSION_SUFFIX, Tool
 from handler.embedder import Embedder
 from handler.index_format import LoadedIndex, rebuild_of
@@ -232,37 +232,6 @@ def evaluate(
     return result
 
 
-def in_history(query_id: str, share: float) -> bool:
-    """A fixed split of a set's queries by a hash of their id: the same queries are history in every run."""
-    return int(hashlib.sha256(query_id.encode()).hexdigest()[:8], 16) / 2**32 < share
-
-
-def usage_from_queries(queries: Sequence[Query]) -> UsageLog:
-    """Queries as executions: each query once, with the first tool of each of its relevant groups."""
-    return UsageLog([ExecutionGroup(q.text, tuple(g[0] for g in q.groups if g)) for q in queries])
-
-
-def evaluate_usage_split(
-    bench_dir: Path, share: float, embedder: Embedder, model_id: str, **options: Any
-) -> dict[str, Any]:
-    """Cold (no usage) and warm (the ``share`` of queries in history as executions) on the same other queries.
-    Test queries whose every tool ran in the history are labelled ``history=all tools seen``."""
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"--usage-split takes a share between 0 and 1, not {share}")
-    queries = benchmark_queries(bench_dir, with_instruction=bool(options.get("with_instruction")))
-    history = [q for q in queries if in_history(q.id, share)]
-    log = usage_from_queries(history)
-    seen = {tool for group in log.groups for tool in group.tools}
-    test = [
-        replace(q, labels={**q.labels, "history": "all tools seen" if all(seen & set(g) for g in q.groups) else "new"})
-        for q in queries
-        if not in_history(q.id, share)
-    ]
-    cold = evaluate(bench_dir, embedder, model_id, queries=test, **options)
-    warm = evaluate(bench_dir, embedder, model_id, usage=log, queries=test, **options)
-    return {"set": bench_dir.name, "usage_split": share, "history_queries": len(history), "cold": cold, "warm": warm}
-
-
 def gap_closed(score: float, baseline: float) -> float:
     """The share (%) of the baseline's misses that ``score`` recovers: (C - C_base) / (100 - C_base)."""
     return round(100.0 * (score - baseline) / (100.0 - baseline), 1) if baseline < 100.0 else 0.0
@@ -374,28 +343,3 @@ def format_report(result: dict[str, Any]) -> str:
     for name, row in result["per_subset"].items():
         lines.append(f"{name[:33]:<34}{row['queries']:>8}" + "".join(f"{row[c]:>11.2f}" for c in columns))
     return "\n".join(lines)
-
-
-def format_split_report(split: dict[str, Any]) -> str:
-    """Cold and warm side by side for one set, then each run's own report."""
-    cold, warm = split["cold"], split["warm"]
-    columns = ("c@5", "c@10", "ndcg@10")
-    lines = [
-        f"{split['set']}: {split['history_queries']} queries as history ({split['usage_split']:.0%} by id hash), "
-        f"{cold['queries']} scored cold and warm",
-        f"{'':<34}{'queries':>8}" + "".join(f"{c:>11}" for c in columns) + f"{'gap closed':>12}",
-    ]
-    for name, run in (("cold (no usage)", cold), ("warm (usage of the history)", warm)):
-        lines.append(
-            f"{name:<34}{run['queries']:>8}"
-            + "".join(f"{run[c]:>11.2f}" for c in columns)
-            + f"{run['gap_closed_reference']:>11.1f}%"
-        )
-    for label in sorted(set(cold["per_subset"]) & set(warm["per_subset"])):
-        if label.startswith("history="):
-            c, w = cold["per_subset"][label], warm["per_subset"][label]
-            lines.append(
-                f"{label[:33]:<34}{c['queries']:>8}  C@10 {c['c@10']:.2f} -> {w['c@10']:.2f}: "
-                f"{gap_closed(w['c@10'], c['c@10'])}% of cold's misses recovered"
-            )
-    return "\n".join([*lines, "", format_report(cold), "", format_report(warm)])
