@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from build_index.build import embed_texts
@@ -17,9 +18,11 @@ from build_index.publish import publish
 from build_index.serve import DEMO_DIR, demo_policy
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
 from handler.embedder import OnnxEmbedder
-from handler.index_format import LoadedIndex, rebuild_of
+from handler.errors import IntegrityError
+from handler.index_format import LoadedIndex, load_build, rebuild_of
 from handler.index_holder import IndexHolder
 from handler.index_store import LocalIndexStore, load_latest
+from handler.model_files import sha256_file
 from handler.policy.file_store import FilePolicyStore, write_document
 from handler.policy.model import ExecutionRecord, QueryRecord
 from handler.ranking.recommend import recommend
@@ -182,3 +185,18 @@ def test_a_build_rebuilt_from_the_published_one_keeps_its_vectors_and_gains_the_
         == 2
     )
     assert "without --catalog/--from-mcp" in capsys.readouterr().err
+
+
+def test_usage_arrays_that_do_not_fit_the_tools_are_refused(
+    cold_root: Path, tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """A build whose usage names a tool it does not hold is refused at load, even with matching checksums."""
+    warm_root = tmp_path / "warm"
+    warm = warm_index(cold_root, [ExecutionGroup("ping the team", ("Slack.SendMessage",))], warm_root, embedder)
+    build = warm_root / "builds" / warm.manifest.build_id
+    np.save(build / "usage_tools.npy", np.array([len(TOOLS)], dtype=np.int32), allow_pickle=False)
+    manifest = json.loads((build / "manifest.json").read_text())
+    manifest["files"]["usage_tools.npy"] = sha256_file(build / "usage_tools.npy")
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IntegrityError, match=f"usage arrays do not fit its {len(TOOLS)} tools"):
+        load_build(build, embedder.fingerprint)
