@@ -24,7 +24,7 @@ from build_index.training_split import TRAINING_SETS, unseen_by_model
 from build_index.usage import UsageLog, fold_usage
 from handler.catalog import _VERSION_SUFFIX, Tool
 from handler.embedder import Embedder
-from handler.index_format import LoadedIndex, rebuild_of
+from handler.index_format import LoadedIndex, load_build, rebuild_of
 from handler.index_store import LocalIndexStore, load_latest
 from handler.ranking.no_match import NO_MATCH_COSINE, calibrate
 from handler.ranking.recommend import recommend
@@ -155,7 +155,7 @@ def cached_index(
             "eval",
             lambda i: names.get(i, i),
         )
-        publish(replace(rebuild_of(cold, tools, embedder.fingerprint), usage=evidence), str(warm))
+        publish(replace(rebuild_of(cold, load_build(cold, embedder.fingerprint), tools), usage=evidence), str(warm))
     return load_latest(LocalIndexStore(warm), warm, embedder.fingerprint)
 
 

@@ -78,7 +78,8 @@ def refresh(
         directory = store.fetch(build_id, Path(scratch))
         manifest = read_manifest((directory / MANIFEST).read_bytes())
         # Verified against its own model: a build from another model is still a valid source of tool records.
-        current = list(load_build(directory, manifest.model.fingerprint).tools)
+        loaded = load_build(directory, manifest.model.fingerprint)
+        current = list(loaded.tools)
         tools = refreshed_tools(current, upstreams, environ, read_secret) if upstreams else current
         digest = catalog_digest(tools)
         same_tools = digest == manifest.catalog_sha256 and manifest.model.fingerprint == embedder.fingerprint
@@ -87,7 +88,7 @@ def refresh(
         if same_tools and evidence == (manifest.usage.evidence_sha256 if manifest.usage else None):
             return RefreshResult(False, build_id, len(tools), digest)
         # Unchanged tools keep their vectors: only new usage is embedded.
-        built = rebuild_of(directory, current, embedder.fingerprint) if same_tools else None
+        built = rebuild_of(directory, loaded, current) if same_tools else None
     if built is None:
         built = build_index(tools, embedder, model_id, progress=False)
     if log is not None and usage is not None:

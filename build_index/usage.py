@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from handler.errors import CatalogError
-from handler.index_format import BuiltIndex, UsageArrays, UsageSummary, load_tool_records, rebuild_of
+from handler.index_format import BuiltIndex, UsageArrays, UsageSummary, load_build, rebuild_of
 from handler.index_store import open_store
 from handler.policy.model import QueryRecord
 from handler.ranking.dense import quantize
@@ -230,22 +230,17 @@ def published_build(location: str, model_fingerprint: str) -> BuiltIndex:
     with tempfile.TemporaryDirectory() as cache:
         store = open_store(location)
         directory = store.fetch(store.latest_build_id(), Path(cache))
-        records = load_tool_records(directory)
-        tools = [records[i] for i in range(len(records))]
-        return rebuild_of(directory, tools, model_fingerprint)
+        return rebuild_of(directory, load_build(directory, model_fingerprint))
 
 
 def _co_usage(groups: Sequence[tuple[int, ...]], tool_count: int) -> dict[str, Any]:
     """CSR over tools: each tool's companions and the share of its groups that also ran each one. Identical
     groups count once, so a burst of the same calls is one observation."""
-    distinct = {tuple(sorted(g)) for g in groups if len(g) > 1}
     together: dict[int, Counter[int]] = defaultdict(Counter)
     total: Counter[int] = Counter()
     for group in {tuple(sorted(g)) for g in groups}:
         for tool in group:
             total[tool] += 1
-    for group in distinct:
-        for tool in group:
             together[tool].update(other for other in group if other != tool)
     indptr = np.zeros(tool_count + 1, dtype=np.int64)
     companions: list[int] = []

@@ -274,10 +274,11 @@ def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
     return LoadedIndex(manifest, tools, ranking)
 
 
-def rebuild_of(directory: Path, tools: Sequence[Tool], model_fingerprint: str) -> BuiltIndex:
-    """A published build as the build step's value again (its vectors and BM25 as they are, no usage), to
-    publish it with other usage evidence without embedding its tools again. ``tools`` are its records."""
-    loaded = load_build(directory, model_fingerprint)
+def rebuild_of(directory: Path, loaded: LoadedIndex, tools: Sequence[Tool] | None = None) -> BuiltIndex:
+    """A build loaded from ``directory`` as the build step's value again (its vectors and BM25 as they are, no
+    usage), to publish it with other usage evidence without embedding its tools again. ``tools`` are its records
+    (default: parsed from the build)."""
+    tools = list(loaded.tools) if tools is None else tools
     if len(tools) != loaded.manifest.tool_count or list(loaded.tools.keys.names) != [t.name for t in tools]:
         raise IntegrityError(f"index {loaded.manifest.build_id} holds other tools than the ones given")
     manifest = loaded.manifest

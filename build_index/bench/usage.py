@@ -15,7 +15,7 @@ from build_index.build import default_workers, embed_texts
 from build_index.publish import publish
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
 from handler.embedder import OnnxEmbedder
-from handler.index_format import BUILDS, LATEST, USAGE_ARRAYS, rebuild_of
+from handler.index_format import BUILDS, LATEST, USAGE_ARRAYS, load_build, rebuild_of
 from handler.index_store import LocalIndexStore
 
 EXECUTIONS = 100_000
@@ -42,7 +42,8 @@ def warm_index(
     names = [t.name for t in tools]
     store = LocalIndexStore(index_dir)
     started = time.perf_counter()
-    cold = rebuild_of(store.fetch(store.latest_build_id(), index_dir), tools, embedder.fingerprint)
+    directory = store.fetch(store.latest_build_id(), index_dir)
+    cold = rebuild_of(directory, load_build(directory, embedder.fingerprint), tools)
     workers = default_workers()
     usage = fold_usage(
         synthetic_log(names, queries),

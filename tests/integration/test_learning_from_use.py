@@ -47,7 +47,8 @@ def load(root: Path, embedder: OnnxEmbedder) -> LoadedIndex:
 def warm_index(cold_root: Path, groups: list[ExecutionGroup], out: Path, embedder: OnnxEmbedder) -> LoadedIndex:
     """The cold build republished with these groups as its usage, through the index format."""
     store = LocalIndexStore(cold_root)
-    cold = rebuild_of(store.fetch(store.latest_build_id(), cold_root), TOOLS, embedder.fingerprint)
+    directory = store.fetch(store.latest_build_id(), cold_root)
+    cold = rebuild_of(directory, load_build(directory, embedder.fingerprint), TOOLS)
     usage = fold_usage(UsageLog(groups), NAMES, lambda texts: embed_texts(texts, embedder), "test")
     publish(replace(cold, usage=usage), str(out))
     return load(out, embedder)
