@@ -13,16 +13,17 @@ import numpy as np
 import numpy.typing as npt
 
 from build_index.catalog_io import MAX_REPORTED
-from handler.catalog import Tool
-from handler.embedder import Embedder, OnnxEmbedder
+from handler.catalog.json_limits import schema_problems
+from handler.catalog.names import describe_collisions
+from handler.catalog.tool import Tool
 from handler.errors import CatalogError
-from handler.index_format import BuiltIndex, ModelRef
-from handler.json_limits import schema_problems
+from handler.index.format import BuiltIndex, ModelRef
+from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Params, build_bm25
 from handler.ranking.dense import quantize
+from handler.ranking.query import Embedder
 from handler.ranking.text import index_text
-from handler.tool_names import describe_collisions
 
 FloatArray = npt.NDArray[np.float32]
 PROGRESS_MIN_TOOLS = 200
@@ -32,7 +33,7 @@ CHUNK = 256
 T = TypeVar("T")
 
 
-def build_index(
+def index_tools(
     tools: Sequence[Tool],
     embedder: Embedder,
     model_id: str,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from handler.catalog import Tool
+from handler.catalog.names import name_key
+from handler.catalog.tool import Tool
 from handler.errors import CatalogError
-from handler.tool_names import name_key
 
 MAX_REPORTED = 20
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from build_index.refresh_cli import HEADER_HELP, add_refresh_parser
 from handler.errors import CatalogError, ToolrecError
-from handler.model_files import default_model_dir
+from handler.inference.model_files import default_model_dir
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -37,7 +37,7 @@ def _model_dir_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _embedder(args: argparse.Namespace, threads: int = 1):  # type: ignore[no-untyped-def]
-    from handler.embedder import OnnxEmbedder
+    from handler.inference.embedder import OnnxEmbedder
 
     return OnnxEmbedder(args.model_dir or default_model_dir(), threads=threads)
 
@@ -52,8 +52,8 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_model_finetune(args: argparse.Namespace) -> int:
-    from build_index.finetune import finetune
     from build_index.model_prepare import PINNED_FILES, SHIPPED_DIR
+    from build_index.quality.finetune import finetune
 
     spec = finetune(args.training, args.out)
     if spec.files == PINNED_FILES:
@@ -68,7 +68,7 @@ def cmd_model_finetune(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from build_index.build import build_index, default_workers, embed_texts
+    from build_index.build import default_workers, embed_texts, index_tools
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
 
@@ -81,7 +81,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             raise CatalogError("--from-index rebuilds that index's own tools: give it without --catalog/--from-mcp")
         built = published_build(args.from_index, embedder.fingerprint)
     else:
-        built = build_index(
+        built = index_tools(
             _catalog_tools(args),
             embedder,
             MODEL_ID,
@@ -121,8 +121,8 @@ def _catalog_tools(args: argparse.Namespace) -> list[Any]:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from build_index.evaluate import evaluate, format_report
     from build_index.model_prepare import MODEL_ID
+    from build_index.quality.evaluate import evaluate, format_report
     from handler.ranking.no_match import NO_MATCH_COSINE
     from handler.ranking.retriever import Method
 
@@ -134,7 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "no_match_cosine": threshold,
     }  # fmt: skip
     if args.usage_split is not None:
-        from build_index.usage_eval import evaluate_usage_split, format_split_report
+        from build_index.quality.usage_eval import evaluate_usage_split, format_split_report
 
         split = evaluate_usage_split(args.bench_dir, args.usage_split, _embedder(args), MODEL_ID, **options)
         print(json.dumps(split) if args.json else format_split_report(split))
@@ -150,8 +150,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate_no_match(args: argparse.Namespace) -> int:
-    from build_index.evaluate import calibrate_no_match
     from build_index.model_prepare import MODEL_ID
+    from build_index.quality.evaluate import calibrate_no_match
 
     print(json.dumps(calibrate_no_match(args.training_dir, _embedder(args), MODEL_ID, args.max_queries)))
     return 0
@@ -168,14 +168,14 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from build_index.serve import serve
+    from build_index.ops.serve import serve
 
     serve(args.host, args.port, args.root, None, args.index, args.policy)
     return 0
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
-    from build_index.policy_cli import run_policy
+    from build_index.ops.policy_cli import run_policy
 
     return run_policy(args)
 
@@ -192,7 +192,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:
-    from build_index.loadtest import run_loadtest
+    from build_index.ops.loadtest import run_loadtest
 
     if args.requests < 2 or args.concurrency < 1:
         print("toolrec: loadtest needs --requests >= 2 and --concurrency >= 1", file=sys.stderr)
@@ -203,8 +203,9 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from build_index.policy_checks import default_policy_file
-    from build_index.stats import local_query_log_records, query_log_records, recommendation_stats, stats_report
+    from build_index.ops.policy_checks import default_policy_file
+    from build_index.ops.stats import recommendation_stats, stats_report
+    from build_index.query_log import local_query_log_records, query_log_records
 
     if args.table:
         records = query_log_records(args.table, args.region)
@@ -220,7 +221,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from build_index.drift import (
+    from build_index.ops.drift import (
         CheckedTask,
         Endpoint,
         check,
@@ -389,7 +390,7 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--root", type=Path, default=Path(".toolrec"), help="where the embedded default lives")
     serve.set_defaults(run=cmd_serve)
 
-    from build_index.policy_cli import add_policy_parser
+    from build_index.ops.policy_cli import add_policy_parser
 
     add_policy_parser(commands, cmd_policy)
     bench = commands.add_parser("bench", help="measure latency, cold start, memory and build time")

@@ -3,9 +3,9 @@
 Matching reads only a tool's name and the first line of its description (PRODUCT.md §1), so every rule
 here is about those two strings. The rules, in the order they are checked for each tool:
 
-- ``name-form``: the name is not ``App.ToolName`` (handler/catalog.py APP_TOOL_NAME).
+- ``name-form``: the name is not ``App.ToolName`` (handler/catalog/tool.py APP_TOOL_NAME).
 - ``listed-name``: MCP clients and the model providers cannot be shown the name with ``_`` for ``.`` (they allow
-  ``[A-Za-z0-9_-]``, 64 characters), so it is listed shortened and hashed (handler/tool_names.py listed_name).
+  ``[A-Za-z0-9_-]``, 64 characters), so it is listed shortened and hashed (handler/catalog/names.py listed_name).
 - ``empty``: the description has no non-blank line.
 - ``vague``: the first line has fewer than MIN_WORDS words, or every word of it is a function word or a
   generic filler word (GENERIC_WORDS: "Does stuff", "Helper function", "API endpoint").
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from handler.catalog import APP_TOOL_NAME, Tool
+from handler.catalog.names import listed_name
+from handler.catalog.tool import APP_TOOL_NAME, Tool
 from handler.ranking.text import first_line, words
-from handler.tool_names import listed_name
 
 FloatArray = npt.NDArray[np.float32]
 

@@ -22,10 +22,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from build_index.upstream_headers import parse_headers, resolve_headers
-from handler.catalog import Executor, Tool
+from handler.catalog.json_limits import schema_problems
+from handler.catalog.names import describe_collisions
+from handler.catalog.tool import Executor, Tool
 from handler.errors import CatalogError
-from handler.json_limits import schema_problems
-from handler.tool_names import describe_collisions
 
 MAX_PAGES = 100  # a server that pages forever must not hang the build
 _NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]+")

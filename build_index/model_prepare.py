@@ -1,7 +1,7 @@
 """`toolrec model prepare`: put the pinned model directory in place. Offline, idempotent.
 
 The model is all-MiniLM-L6-v2 fine-tuned on ../shared/training to read tasks the way tool catalogs are
-written (`toolrec model finetune`, build_index/finetune.py), exported to ONNX and quantized to int8 per
+written (`toolrec model finetune`, build_index/quality/finetune.py), exported to ONNX and quantized to int8 per
 channel. Making it takes ~20 minutes of two cores and torch, which neither CI nor someone setting up the
 service should need, so the result is committed in build_index/model/ (22 MB, next to the source model's
 tokenizer, LICENSE and NOTICE) and pinned here by sha256. Prepare copies those files and checks them.
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from handler.errors import IntegrityError, ModelMissingError
-from handler.model_files import SPEC_FILE, ModelSpec, read_spec, sha256_file
+from handler.inference.model_files import SPEC_FILE, ModelSpec, read_spec, sha256_file
 
 MODEL_ID = "all-MiniLM-L6-v2+toolrec-finetune-2@int8-per-channel"
 DIMENSIONS = 384

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from handler.index_format import BUILDS, LATEST, MANIFEST, BuiltIndex, Manifest, write_build
-from handler.index_store import parse_s3_url
+from handler.index.format import BUILDS, LATEST, MANIFEST, BuiltIndex, Manifest, write_build
+from handler.index.store import parse_s3_url
 
 
 def publish(built: BuiltIndex, location: str, s3_client: Any = None) -> Manifest:

@@ -6,7 +6,7 @@ upstreams): its tools whose ``mcp`` executor targets one of the servers are repl
 the others are kept as they are. The new tool set's ``catalog_digest`` is compared with the one the current
 manifest records, and what the query log would fold (``usage.evidence_digest``) with the manifest's; both equal,
 and built with the model this toolrec runs, nothing is built or published. Unchanged tools keep their vectors.
-A golden (build_index/drift.py) is checked on the new build before LATEST moves.
+A golden (build_index/ops/drift.py) is checked on the new build before LATEST moves.
 The same function runs locally (``toolrec refresh``) and on the schedule (build_index/refresh_entry.py).
 """
 
@@ -19,17 +19,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from build_index.build import build_index, embed_texts
-from build_index.drift import Golden, IndexEndpoint, check
+from build_index.build import embed_texts, index_tools
 from build_index.mcp_ingest import ingest, merge
+from build_index.ops.drift import Golden, IndexEndpoint, check
 from build_index.publish import publish
 from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
 from build_index.usage import evidence_digest, fold_usage, read_usage
-from handler.catalog import Tool
-from handler.embedder import Embedder
+from handler.catalog.tool import Tool
 from handler.errors import ToolrecError
-from handler.index_format import MANIFEST, BuiltIndex, catalog_digest, load_build, read_manifest, rebuild_of
-from handler.index_store import LocalIndexStore, load_latest, open_store
+from handler.index.format import MANIFEST, BuiltIndex, catalog_digest, load_build, read_manifest, rebuild_of
+from handler.index.store import LocalIndexStore, load_latest, open_store
+from handler.ranking.query import Embedder
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def refresh(
         # Unchanged tools keep their vectors: only new usage is embedded.
         built = rebuild_of(directory, loaded, current) if same_tools else None
     if built is None:
-        built = build_index(tools, embedder, model_id, progress=False)
+        built = index_tools(tools, embedder, model_id, progress=False)
     if log is not None and usage is not None:
         names = [t.name for t in tools]
         built = replace(built, usage=fold_usage(log, names, lambda texts: embed_texts(texts, embedder), usage))
@@ -105,7 +105,7 @@ class DriftError(ToolrecError):
 
 
 def drift_checked(built: BuiltIndex, golden: Golden, embedder: Embedder) -> None:
-    """The drift check (build_index/drift.py) on a build before it is published, over its whole catalog."""
+    """The drift check (build_index/ops/drift.py) on a build before it is published, over its whole catalog."""
     with tempfile.TemporaryDirectory(prefix="toolrec-drift-") as scratch:
         publish(built, scratch)
         loaded = load_latest(LocalIndexStore(Path(scratch)), Path(scratch), embedder.fingerprint)

@@ -30,13 +30,13 @@ def add_refresh_parser(commands: Any, model_dir_option: Callable[[argparse.Argum
 
 
 def run_refresh(args: argparse.Namespace) -> int:
-    from build_index.drift import load_golden
     from build_index.model_prepare import MODEL_ID
+    from build_index.ops.drift import load_golden
     from build_index.refresh import refresh
     from build_index.upstream_headers import parse_headers, parse_upstreams, upstreams_from
-    from handler.embedder import OnnxEmbedder
     from handler.errors import CatalogError
-    from handler.model_files import default_model_dir
+    from handler.inference.embedder import OnnxEmbedder
+    from handler.inference.model_files import default_model_dir
 
     if args.upstreams and args.from_mcp:
         raise CatalogError("give either --from-mcp URL or --upstreams JSON, not both")

@@ -17,12 +17,12 @@ from typing import Any
 
 import boto3
 
-from build_index.drift import load_golden
 from build_index.model_prepare import MODEL_ID
+from build_index.ops.drift import load_golden
 from build_index.refresh import refresh
 from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
 from handler import observability
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.settings import RefreshSettings
 
 settings = RefreshSettings()

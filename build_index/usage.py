@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from handler.catalog.names import ToolNames
 from handler.errors import CatalogError
-from handler.index_format import BuiltIndex, UsageArrays, UsageSummary, load_build, rebuild_of
-from handler.index_store import open_store
+from handler.index.format import BuiltIndex, UsageArrays, UsageSummary, load_build, rebuild_of
+from handler.index.store import open_store
 from handler.policy.model import QueryRecord
 from handler.ranking.dense import quantize
-from handler.tool_names import ToolNames
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -101,7 +101,7 @@ def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog
     """``dynamodb:TABLE`` (a deployment's query log), a local query log (``*.queries.jsonl``, what ``toolrec
     serve`` writes beside its policy file) or a benchmark-format JSONL file."""
     if source.startswith("dynamodb:"):
-        from build_index.stats import query_log_records
+        from build_index.query_log import query_log_records
 
         return groups_from_queries(query_log_records(source.removeprefix("dynamodb:"), None, dynamodb_client), now)
     path = Path(source)

@@ -17,11 +17,10 @@ from handler.api.errors import install_error_handlers
 from handler.api.limits import BodySizeLimit
 from handler.api.routes import apps, docs, execute, health, mcp, providers, tools
 from handler.api.schemas import MAX_BODY_BYTES, ErrorBody
-from handler.embedder import Embedder
 from handler.execute.base import ToolExecutor
-from handler.execute.wiring import build_execution
-from handler.index_holder import IndexHolder
+from handler.index.holder import IndexHolder
 from handler.policy.store import PolicyStore
+from handler.ranking.query import Embedder
 from handler.services.container import Services
 from handler.settings import Settings
 
@@ -65,9 +64,7 @@ def create_app(
         docs_url=None,  # served by routes/docs.py from local files; FastAPI's loads them from a CDN
         redoc_url=None,  # ReDoc loads from a CDN too, and nothing names it
     )
-    app.state.services = Services.build(settings, index_holder, embedder, policy_store)
-    # executors: kind -> adapter (http, mcp, lambda by default); tests inject a Lambda client this way.
-    app.state.execution = build_execution(app.state.services, executors)
+    app.state.services = Services.build(settings, index_holder, embedder, policy_store, executors)
     for router in (*ROUTERS, *extra_routers):
         responses = {} if router in _UNAUTHENTICATED else _ERROR_RESPONSES
         app.include_router(router, responses=responses)

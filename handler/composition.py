@@ -13,12 +13,13 @@ from fastapi import APIRouter, FastAPI
 
 from handler import observability
 from handler.app import create_app
-from handler.embedder import Embedder, OnnxEmbedder
-from handler.index_holder import IndexHolder
-from handler.index_store import open_store
+from handler.index.holder import IndexHolder
+from handler.index.store import open_store
+from handler.inference.embedder import OnnxEmbedder
 from handler.policy.cached import CachedPolicyStore
 from handler.policy.file_store import FilePolicyStore
 from handler.policy.store import PolicyStore
+from handler.ranking.query import Embedder
 from handler.settings import Settings
 
 if TYPE_CHECKING:

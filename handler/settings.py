@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from handler.model_files import default_model_dir
+from handler.inference.model_files import default_model_dir
 
 ENV_PREFIX = "TOOLREC_"
 DYNAMODB_TABLE_FIELDS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")

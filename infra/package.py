@@ -34,7 +34,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from handler.model_files import default_model_dir, read_spec
+from handler.inference.model_files import default_model_dir, read_spec
 from infra.tenant import load_tenant, tenant_names
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -63,8 +63,8 @@ EXCLUDED = frozenset(
 PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxruntime/quantization", "onnxruntime/tools")
 # The scheduled refresh (template.yaml RefreshFunction) runs the build step in the function: these modules of
 # build_index and nothing else of it (not its copy of the model, the demo, benchmarks, evaluation or training).
-REFRESH_MODULES = ("__init__", "build", "catalog_io", "drift", "mcp_ingest", "model_prepare", "publish", "refresh",
-                   "refresh_entry", "stats", "upstream_headers", "usage")  # fmt: skip
+REFRESH_MODULES = ("__init__", "build", "catalog_io", "mcp_ingest", "model_prepare", "publish", "query_log", "refresh",
+                   "refresh_entry", "upstream_headers", "usage", "ops/__init__", "ops/drift")  # fmt: skip
 MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
 LAMBDA_TASK_ROOT = "/var/task"
 
@@ -141,8 +141,8 @@ def build(out: Path, model_dir: Path | None = None) -> Path:
             shutil.rmtree(path)
     shutil.rmtree(out / "bin", ignore_errors=True)  # console scripts, useless in Lambda
     shutil.copytree(REPO_ROOT / "handler", out / "handler", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (out / "build_index").mkdir()
     for module in REFRESH_MODULES:
+        (out / "build_index" / module).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / "build_index" / f"{module}.py", out / "build_index" / f"{module}.py")
     (out / "model").mkdir()
     for name in ["model_spec.json", *spec.files]:

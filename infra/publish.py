@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from handler.index_format import BUILDS, LATEST, MANIFEST, read_manifest
-from handler.index_store import parse_s3_url
+from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
+from handler.index.store import parse_s3_url
 
 
 def local_build_id(root: Path) -> str:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from build_index.shared_data import SHARED_DIR_VARIABLE, shared_dir
-from handler.catalog import Tool
-from handler.embedder import OnnxEmbedder
-from handler.model_files import default_model_dir
+from build_index.quality.shared_data import SHARED_DIR_VARIABLE, shared_dir
+from handler.catalog.tool import Tool
+from handler.inference.embedder import OnnxEmbedder
+from handler.inference.model_files import default_model_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Benchmarks and catalogs are read in place, never copied into the repository (build_index/shared_data.py).
+# Benchmarks and catalogs are read in place, never copied into the repository (build_index/quality/shared_data.py).
 SHARED = shared_dir()
 # .ci/run sets it: there ../shared is present, and a test skipped for want of it would hide a failure.
 REQUIRE_SHARED_VARIABLE = "TOOLREC_REQUIRE_SHARED"

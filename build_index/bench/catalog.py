@@ -16,12 +16,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from build_index.shared_data import shared_dir
+from build_index.quality.shared_data import shared_dir
 from handler.api.schemas import MAX_TASK_CHARS
-from handler.catalog import Tool
+from handler.catalog.names import name_key
+from handler.catalog.tool import Tool
 from handler.ranking.query import task_parts
 from handler.ranking.text import index_text
-from handler.tool_names import name_key
 
 SOURCES = (
     "catalogs/arcade/tools_full.jsonl",

@@ -67,9 +67,9 @@ def main() -> None:
 
     from handler.app import create_app
     from handler.composition import build_policy_store
-    from handler.embedder import OnnxEmbedder
-    from handler.index_holder import IndexHolder
-    from handler.index_store import open_store
+    from handler.index.holder import IndexHolder
+    from handler.index.store import open_store
+    from handler.inference.embedder import OnnxEmbedder
     from handler.settings import Settings
 
     phase("import_s")

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from build_index.bench.catalog import action_tasks, bench_queries, grow_catalog
-from build_index.build import build_index, default_workers
-from build_index.loopback import free_port, serve_subprocess
+from build_index.build import default_workers, index_tools
 from build_index.model_prepare import MODEL_ID
+from build_index.ops.loopback import free_port, serve_subprocess
 from build_index.publish import publish
 from handler.api.schemas import MAX_TASK_CHARS
-from handler.embedder import OnnxEmbedder
-from handler.index_format import BUILDS, LATEST
+from handler.index.format import BUILDS, LATEST
+from handler.inference.embedder import OnnxEmbedder
 
 CACHE = Path.home() / ".cache" / "toolrec" / "bench"
 KEY = "bench-key-0123456789"
@@ -52,14 +52,14 @@ def timed(call: Callable[[str], object], queries: Sequence[str], warmup: int = 2
 def build_timed(size: int, target: Path, embedder: OnnxEmbedder, model_dir: Path) -> float:
     tools = grow_catalog(size)
     started = time.perf_counter()
-    publish(build_index(tools, embedder, MODEL_ID, model_dir=model_dir, workers=default_workers()), str(target))
+    publish(index_tools(tools, embedder, MODEL_ID, model_dir=model_dir, workers=default_workers()), str(target))
     return time.perf_counter() - started
 
 
 def cached_index(size: int, embedder: OnnxEmbedder, model_dir: Path) -> tuple[Path, float | None]:
     """The size's index, built once per model and code version; the build time when built now."""
     from build_index.bench import catalog
-    from handler.index_format import SCHEMA_VERSION
+    from handler.index.format import SCHEMA_VERSION
     from handler.ranking import analyzer, text
 
     version = hashlib.sha256(b"".join(Path(m.__file__ or "").read_bytes() for m in (text, analyzer, catalog)))
@@ -78,7 +78,7 @@ def index_bytes(root: Path) -> int:
 @contextmanager
 def embedded(index_dir: Path) -> Iterator[Any]:
     """The app `toolrec serve` runs (same composition root), over a benchmark index and an open policy."""
-    from build_index.serve import embedded_app, ensure_policy, open_access
+    from build_index.ops.serve import embedded_app, ensure_policy, open_access
 
     with tempfile.TemporaryDirectory() as tmp:
         policy = Path(tmp) / "policy.json"
@@ -88,7 +88,7 @@ def embedded(index_dir: Path) -> Iterator[Any]:
 
 
 def in_process(app: Any, queries: Sequence[str]) -> Figures:
-    from build_index.serve import DEMO_USER
+    from build_index.ops.serve import DEMO_USER
     from handler.policy.model import Principal
 
     finder = app.state.services.finder
@@ -109,7 +109,7 @@ def over_http(index_dir: Path, workdir: Path, queries: Sequence[str]) -> Figures
     time (httpx in this process) is not charged to the server's interpreter."""
     import httpx
 
-    from build_index.serve import DEMO_USER
+    from build_index.ops.serve import DEMO_USER
 
     env = deployment_env(str(index_dir), workdir)
     args = ["--root", str(workdir / "serve"), "--index", str(index_dir), "--policy", env["TOOLREC_POLICY_FILE"]]
@@ -145,7 +145,7 @@ def cold_start(env: dict[str, str], queries: Sequence[str], runs: int = 3) -> Fi
 
 
 def _cold_start_once(env: dict[str, str], queries: Sequence[str]) -> Figures:
-    from build_index.serve import DEMO_USER
+    from build_index.ops.serve import DEMO_USER
 
     command = [sys.executable, "-m", "build_index.bench.coldstart", KEY, DEMO_USER, json.dumps(list(queries))]
     started = time.perf_counter()
@@ -205,7 +205,7 @@ def _wait_for(probe: Callable[[], object], timeout_s: float = 20) -> None:
 
 
 def deployment_env(index_location: str, workdir: Path) -> dict[str, str]:
-    from build_index.serve import ensure_policy, open_access
+    from build_index.ops.serve import ensure_policy, open_access
 
     policy = workdir / "policy.json"
     ensure_policy(policy, KEY, open_access())
@@ -221,7 +221,7 @@ def deployment_env(index_location: str, workdir: Path) -> dict[str, str]:
 
 
 def run(sizes: Sequence[int], query_count: int, time_build: bool = True) -> Figures:
-    from handler.model_files import default_model_dir
+    from handler.inference.model_files import default_model_dir
 
     model_dir = default_model_dir()
     embedder = OnnxEmbedder(model_dir, threads=1)
@@ -268,7 +268,7 @@ def warm_variant(
     import shutil
 
     from build_index.bench.usage import warm_index
-    from build_index.serve import DEMO_USER
+    from build_index.ops.serve import DEMO_USER
     from handler.policy.model import Principal
 
     warm_dir, figures = warm_index(index_dir, size, embedder, model_dir, queries)

@@ -14,9 +14,9 @@ from build_index.bench.catalog import grow_catalog
 from build_index.build import default_workers, embed_texts
 from build_index.publish import publish
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
-from handler.embedder import OnnxEmbedder
-from handler.index_format import BUILDS, LATEST, USAGE_ARRAYS, load_build, rebuild_of
-from handler.index_store import LocalIndexStore
+from handler.index.format import BUILDS, LATEST, USAGE_ARRAYS, load_build, rebuild_of
+from handler.index.store import LocalIndexStore
+from handler.inference.embedder import OnnxEmbedder
 
 EXECUTIONS = 100_000
 WORDINGS = 40  # ways each query is asked: about 20k distinct tasks in 100k executions

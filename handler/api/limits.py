@@ -30,7 +30,7 @@ class BodySizeLimit:
             return
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and not declared.isdigit():
-            # An HTTP parser refuses this (toolrec serve: build_index/serve_http.py); an API Gateway event, whose
+            # An HTTP parser refuses this (toolrec serve: build_index/ops/serve_http.py); an API Gateway event, whose
             # body is framed by the event, can still carry it here. Refused the same way (issue 15).
             problem = FieldError(field="Content-Length", message="must be a whole number of bytes")
             await _refuse(scope, receive, send, "the Content-Length header must be a whole number of bytes", problem)

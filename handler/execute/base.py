@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 from handler.errors import ToolrecError
 
 if TYPE_CHECKING:  # the MCP types load only where an MCP call is made (tests/unit/test_cold_start_imports.py)

@@ -11,13 +11,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from handler.catalog.json_limits import MAX_INPUT_DEPTH, json_problem, printable, schema_problems
 from handler.execute.bounded_patterns import (
     PATTERN_BUDGET_S,
     PatternTooSlowError,
     bounded_validator_class,
     pattern_budget,
 )
-from handler.json_limits import MAX_INPUT_DEPTH, json_problem, printable, schema_problems
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError

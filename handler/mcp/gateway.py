@@ -19,8 +19,8 @@ import anyio.to_thread
 import mcp_types as types
 import numpy as np
 
-from handler import tool_names
-from handler.catalog import Tool
+from handler.catalog.names import listed_name
+from handler.catalog.tool import Tool
 from handler.errors import (
     IndexUnavailableError,
     RequestError,
@@ -28,13 +28,13 @@ from handler.errors import (
     ToolrecError,
     caller_message,
 )
-from handler.execute.service import AuthorizationRequiredError, Execution, ExecutionService, InputInvalidError
-from handler.index_holder import ServingIndex
+from handler.index.holder import ServingIndex
 from handler.mcp import meta_tools
 from handler.mcp.meta_tools import LIST_APPS, SELECT, USE
 from handler.policy.model import Gateway, Principal
 from handler.services.access import Pins, count
 from handler.services.container import Services
+from handler.services.execution import AuthorizationRequiredError, Execution, InputInvalidError
 
 log = logging.getLogger(__name__)
 AUTO_THRESHOLD = 25  # a static list is cheaper than a lookup below roughly 25 tools (PRODUCT.md §3)
@@ -44,11 +44,6 @@ def recommends(recommendation: str, allowed_tools: int, pinned_tools: int = 0) -
     if recommendation == "auto":
         return allowed_tools - pinned_tools >= AUTO_THRESHOLD
     return recommendation == "on"
-
-
-def listed_name(tool_name: str) -> str:
-    """``Slack.SendMessage`` → ``Slack_SendMessage``: many MCP clients refuse dots in tool names."""
-    return tool_names.listed_name(tool_name)  # the one rule, shared with the model providers' listings
 
 
 def listed_tool(tool: Tool) -> types.Tool:
@@ -70,7 +65,6 @@ class GatewayHost:
     """Implements ``jsonrpc.ToolHost`` for one request: (API key, gateway, user) are fixed for its lifetime."""
 
     services: Services
-    executions: ExecutionService
     principal: Principal
     gateway: Gateway
     user_id: str
@@ -116,7 +110,7 @@ class GatewayHost:
             return await self._list_apps(arguments)
         # A direct call by the tool's own name (listed with `_`, or with `.`), in either mode: the same
         # policy applies as through UseTool, so accepting it exposes nothing the meta-tools do not. Execute
-        # resolves the spelling (handler/tool_names.py), as it does for REST.
+        # resolves the spelling (handler/catalog/names.py), as it does for REST.
         return await self._run(name, arguments, None, direct=True)
 
     async def _select(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
@@ -167,7 +161,7 @@ class GatewayHost:
         self, tool_name: str, inputs: Mapping[str, Any], query_id: str | None, *, direct: bool
     ) -> types.CallToolResult:
         try:
-            execution = await self.executions.execute(self.user_id, tool_name, inputs, query_id, self.gateway)
+            execution = await self.services.execution.execute(self.user_id, tool_name, inputs, query_id, self.gateway)
         except ToolrecError as exc:
             return refusal(exc)
         return execution_result(execution, direct=direct)
@@ -255,7 +249,7 @@ def native_result(blocks: tuple[Any, ...], envelope: dict[str, Any], *, direct: 
 
 
 def open_host(
-    services: Services, executions: ExecutionService, principal: Principal, gateway_id: str, user_id: str
+    services: Services, principal: Principal, gateway_id: str, user_id: str
 ) -> GatewayHost:
     """Resolve the gateway for this key (404/403 as in REST) and decide the mode; blocking (policy reads)."""
     gateway = services.access.gateway_for(principal, gateway_id)
@@ -267,13 +261,13 @@ def open_host(
     if index is None:
         # Without an index `auto` cannot count; the meta-tools are the listing that needs none.
         recommending = gateway.recommendation != "off"
-        return GatewayHost(services, executions, principal, gateway, user_id, index, recommending)
+        return GatewayHost(services, principal, gateway, user_id, index, recommending)
     in_gateway = index.table.mask(gateway.allowed)
     pins = Pins.of(index.table, gateway.pinned, in_gateway)
     if pins.missing or pins.outside:
         _log_unlisted_pins(index.build_id, gateway.gateway_id, pins.missing, pins.outside)
     recommending = recommends(gateway.recommendation, count(in_gateway), len(pins.positions))
-    return GatewayHost(services, executions, principal, gateway, user_id, index, recommending, pins.positions)
+    return GatewayHost(services, principal, gateway, user_id, index, recommending, pins.positions)
 
 
 @lru_cache(maxsize=256)  # once per build and gateway configuration, not on every request of a warm instance

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from handler.api.errors import field_errors
 from handler.api.schemas import MAX_CONTEXT_CHARS, MAX_TASK_CHARS, MAX_TASKS, Identifier, Text
 from handler.execute.input_check import FieldProblem
-from handler.execute.service import InputInvalidError
+from handler.services.execution import InputInvalidError
 
 SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
 TOOLS_PER_TASK = 5

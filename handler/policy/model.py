@@ -2,7 +2,7 @@
 
 Tool patterns are deliberately small: ``*`` (every tool), ``App.*`` (every tool of one app) or an exact
 ``App.ToolName``. Matching ignores case, and an exact name matches the tool a call by that name would run
-(handler/tool_names.py: a deny of ``Slack_SendMessage`` denies ``Slack.SendMessage``). Anything else is refused
+(handler/catalog/names.py: a deny of ``Slack_SendMessage`` denies ``Slack.SendMessage``). Anything else is refused
 when written, so a typo never silently allows or denies more than its author meant.
 """
 
@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from handler.tool_names import name_key
+from handler.catalog.names import name_key
 
 ALL_TOOLS = "*"
 # Pinned tools sit in every client's static tool list: a few, or the list costs what recommendation saves.

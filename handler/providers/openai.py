@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from handler.api.schemas import OpenAIFunctionTool, OpenAIToolSearchOutput, OpenAIToolSearchTool
-from handler.catalog import Tool
+from handler.catalog.names import listed_name
+from handler.catalog.tool import Tool
 from handler.providers import search
-from handler.tool_names import listed_name
 
 
 def function(tool: Tool) -> OpenAIFunctionTool:

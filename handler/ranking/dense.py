@@ -45,7 +45,7 @@ class DenseScorer(Protocol):
 class DenseMatrix:
     """The reference scorer: a float32 copy of the dequantized rows and one BLAS matrix-vector product.
 
-    The service uses the exact int8 scorer (handler/int8_scoring.py) instead, which reads 4x fewer
+    The service uses the exact int8 scorer (handler/inference/int8_scoring.py) instead, which reads 4x fewer
     bytes per query; this one is what tests and the numpy-only path compare it with.
     """
 

@@ -7,7 +7,7 @@ catalog. One lexical fact overrides a low cosine (``RankingIndex._words_name_a_t
 words one allowed tool holds is in the catalog's own words, and is never refused.
 
 The threshold comes from queries the model never trained on (the benchmark sets, the training sets' held-out
-tools: build_index/training_split.py), each ranked against its whole catalog as select ranks it: the highest at
+tools: build_index/quality/training_split.py), each ranked against its whole catalog as select ranks it: the highest at
 which every set is 95 % sure (a Wilson bound, not just the share seen) to refuse at most ``TARGET_FALSE_RATE`` of
 its real requests. Reproduce with ``toolrec calibrate-no-match``, which also gives each set's threshold from the
 others (leave one set out: README "Quality"). It is deliberately conservative: refusing a real request costs the

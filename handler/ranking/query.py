@@ -17,15 +17,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from handler.embedder import Embedder
-
 FloatArray = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors; ``fingerprint`` identifies the model exactly."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed(self, text: str) -> FloatArray: ...
+
 
 # A new sentence starts after . ! ? or ; followed by a capital or a quote; a line break also separates.
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"'])|\n+")

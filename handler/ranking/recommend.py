@@ -6,14 +6,9 @@ receives (PRODUCT.md §5: C@5 at ``top_k`` 5, the no match applied).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from handler.ranking.no_match import NO_MATCH_COSINE
-from handler.ranking.query import embed_query, query_text
+from handler.ranking.query import Embedder, embed_query, query_text
 from handler.ranking.retriever import BoolArray, Method, RankingIndex, Recommendation
-
-if TYPE_CHECKING:
-    from handler.embedder import Embedder
 
 
 def recommend(

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from handler.errors import ForbiddenError, NotFoundError
+from handler.index.table import BoolArray, ToolTable
 from handler.policy.model import Gateway, Principal
 from handler.policy.store import PolicyStore
-from handler.services.tool_table import BoolArray, ToolTable
 
 
 class AccessPolicy:

@@ -1,7 +1,7 @@
 """The apps a user can act on, and whether each is connected (PRODUCT.md §2, GET /v1/apps).
 
 An app is listed when the user may use at least one of its tools. It is ``connected`` when the user can run
-every one of those tools without authorizing first, by the rule execute applies (handler/authorization.py); the
+every one of those tools without authorizing first, by the rule execute applies (handler/policy/authorization.py); the
 tools that cannot run yet are listed with the scopes each lacks, so a caller knows what to authorize.
 """
 
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handler.authorization import Grants
 from handler.errors import IndexUnavailableError, ServiceUnavailableError
-from handler.index_holder import IndexHolder
+from handler.index.holder import IndexHolder
+from handler.index.table import BoolArray, ToolTable
+from handler.policy.authorization import Grants
 from handler.policy.model import Connection, Principal
 from handler.services.access import AccessPolicy
-from handler.services.tool_table import BoolArray, ToolTable
 
 # Bounds the answer: an unconnected app of a large catalog would list every one of its tools.
 MAX_PENDING_LISTED = 50

@@ -1,19 +1,22 @@
 """The services one app instance answers with, built once by ``create_app`` from its collaborators.
 
-REST routes reach them through ``request.app.state.services``; the MCP adapter and the execute
-router use the same object, so every entry point shares one index snapshot source, one policy cache
-and one query log.
+REST routes reach them through ``request.app.state.services`` and the MCP adapter through the same object, so
+every entry point shares one index snapshot source, one policy cache, one query log and one set of executors.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from handler.embedder import Embedder
-from handler.index_holder import IndexHolder
+from handler.execute.base import Dispatcher, ToolExecutor
+from handler.execute.registry import default_executors
+from handler.index.holder import IndexHolder
 from handler.policy.store import PolicyStore
+from handler.ranking.query import Embedder
 from handler.services.access import AccessPolicy
 from handler.services.apps import AppDirectory
+from handler.services.execution import ExecutionService
 from handler.services.select import ToolFinder
 from handler.settings import Settings
 
@@ -22,14 +25,23 @@ from handler.settings import Settings
 class Services:
     settings: Settings
     holder: IndexHolder
-    embedder: Embedder
     policy: PolicyStore
     access: AccessPolicy
     finder: ToolFinder
     apps: AppDirectory
+    execution: ExecutionService
 
     @classmethod
-    def build(cls, settings: Settings, holder: IndexHolder, embedder: Embedder, policy: PolicyStore) -> Services:
+    def build(
+        cls,
+        settings: Settings,
+        holder: IndexHolder,
+        embedder: Embedder,
+        policy: PolicyStore,
+        executors: Mapping[str, ToolExecutor] | None = None,
+    ) -> Services:
+        """``executors``: kind -> adapter (http, mcp and lambda by default); tests inject a Lambda client this way."""
         access = AccessPolicy(policy)
         finder = ToolFinder(holder, embedder, access, policy, settings.query_log_ttl_days)
-        return cls(settings, holder, embedder, policy, access, finder, AppDirectory(holder, access))
+        execution = ExecutionService(holder, access, Dispatcher(executors or default_executors()))
+        return cls(settings, holder, policy, access, finder, AppDirectory(holder, access), execution)

@@ -16,16 +16,16 @@ from datetime import UTC, datetime
 import numpy as np
 
 from handler import observability
-from handler.catalog import Tool
-from handler.embedder import Embedder
+from handler.catalog.tool import Tool
 from handler.errors import IndexUnavailableError, PolicyUnavailableError, ServiceUnavailableError
-from handler.index_holder import IndexHolder, ServingIndex
+from handler.index.holder import IndexHolder, ServingIndex
+from handler.index.table import BoolArray
 from handler.policy.model import Principal, QueryRecord
 from handler.policy.store import PolicyStore
+from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend
 from handler.ranking.retriever import Method
 from handler.services.access import AccessPolicy
-from handler.services.tool_table import BoolArray
 
 log = logging.getLogger(__name__)
 SECONDS_PER_DAY = 86_400

@@ -18,7 +18,7 @@ from mangum import Mangum
 
 from handler.api.schemas import MAX_TASKS
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from tests.support.serving import (
     apigw_event,
     demo_tools,

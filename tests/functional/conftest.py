@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from mangum import Mangum
 
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.services.container import Services
 from tests.support.serving import (
     apigw_event,

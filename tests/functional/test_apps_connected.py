@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from build_index.serve import DEMO_CONNECTIONS, DEMO_USER
+from build_index.ops.serve import DEMO_CONNECTIONS, DEMO_USER
 from tests.functional.conftest import Function
 from tests.support.serving import demo_tools
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from handler.tool_names import listed_name
+from handler.catalog.names import listed_name
 from tests.functional.conftest import Function
 from tests.support import provider_types
 from tests.support.serving import SCOPED_KEY

@@ -15,9 +15,9 @@ import pytest
 import snapshot_restore_py
 
 from handler import snapstart
-from handler.catalog import Tool
-from handler.embedder import Embedder
+from handler.catalog.tool import Tool
 from handler.policy.file_store import PolicyDocument, write_document
+from handler.ranking.query import Embedder
 from tests.support.moto_server import CREDENTIALS, moto_server
 from tests.support.serving import (
     apigw_event,

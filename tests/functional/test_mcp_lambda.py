@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 from mangum import Mangum
 
-from handler.embedder import Embedder
+from handler.ranking.query import Embedder
 from tests.support.aio import run_async
 from tests.support.apigw import LambdaContainer, MangumTransport, v2_event
 from tests.support.gateway_app import (

@@ -15,14 +15,14 @@ import pytest
 from moto import mock_aws
 from pydantic import ValidationError
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.mcp_ingest import ingest
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.embedder import OnnxEmbedder
 from handler.errors import CatalogError
-from handler.index_store import S3IndexStore
-from handler.model_files import default_model_dir
+from handler.index.store import S3IndexStore
+from handler.inference.embedder import OnnxEmbedder
+from handler.inference.model_files import default_model_dir
 from tests.support.moto_server import CREDENTIALS
 from tests.support.servers import serve
 from tests.support.workers import bearer_protected, upstream_mcp_server
@@ -58,7 +58,7 @@ def test_a_scheduled_run_publishes_only_after_the_upstream_changed(
         s3.create_bucket(Bucket=BUCKET)
         boto3.client("secretsmanager").create_secret(Name=SECRET, SecretString=TOKEN)
         tools = ingest(url, "Crm", headers={"Authorization": f"Bearer {TOKEN}"})
-        first = publish(build_index(tools, embedder, MODEL_ID, progress=False), f"s3://{BUCKET}/index", s3).build_id
+        first = publish(index_tools(tools, embedder, MODEL_ID, progress=False), f"s3://{BUCKET}/index", s3).build_id
         upstreams = [{"url": url, "app": "Crm", "headers": {"Authorization": f"Bearer ${{secretsmanager:{SECRET}}}"}}]
         entry = cold_start(
             monkeypatch,

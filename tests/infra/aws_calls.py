@@ -16,18 +16,18 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.catalog_io import read_catalogs
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from build_index.refresh import refresh
 from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
-from handler.catalog import Tool
-from handler.embedder import OnnxEmbedder
+from handler.catalog.tool import Tool
 from handler.execute.base import ExecutionError, ToolCall
 from handler.execute.lambda_executor import LambdaExecutor
-from handler.index_store import S3IndexStore, load_latest
-from handler.model_files import default_model_dir
+from handler.index.store import S3IndexStore, load_latest
+from handler.inference.embedder import OnnxEmbedder
+from handler.inference.model_files import default_model_dir
 from handler.policy.dynamodb_schema import create_tables
 from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 from handler.policy.model import ExecutionRecord, QueryRecord
@@ -97,7 +97,7 @@ def s3_calls_of_index_load(bucket: str, prefix: str, tmp_path: Path) -> list[tup
     catalog.write_text("\n".join(CATALOG.read_text().splitlines()[:5]) + "\n")
     tools = read_catalogs([catalog])
     embedder = OnnxEmbedder(default_model_dir())
-    built = build_index(tools, embedder, MODEL_ID, progress=False)
+    built = index_tools(tools, embedder, MODEL_ID, progress=False)
     calls: list[tuple[str, str]] = []
     with mock_aws():
         client = boto3.client("s3", region_name=REGION)
@@ -149,7 +149,7 @@ def calls_of_refresh(bucket: str, prefix: str, secret_id: str, query_log: str) -
         log.put_query(QueryRecord(query_id="q1", user_id="ana", tasks=("a task",), recommended=ran, created_at=now,
                                   expires_at=int(now.timestamp()) + 3600))  # fmt: skip
         log.record_execution("q1", ExecutionRecord(tool_name=tools[0].name, user_id="ana", at=now, outcome="ok"))
-        publish(build_index(tools, embedder, MODEL_ID, progress=False), f"s3://{bucket}/{prefix}", s3_client=s3)
+        publish(index_tools(tools, embedder, MODEL_ID, progress=False), f"s3://{bucket}/{prefix}", s3_client=s3)
         _recorder(s3, "s3", lambda action, params: calls.append((action, params.get("Key", ""))))
         _recorder(secrets, "secretsmanager", lambda action, params: calls.append((action, params["SecretId"])))
         _recorder(dynamodb, "dynamodb", lambda action, params: calls.append((action, params["TableName"])))

@@ -18,7 +18,7 @@ import boto3
 import pytest
 
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from infra.deploy import API_URL, parameter_overrides, plan
 from infra.smoke import run_smoke
 from infra.tenant import load_tenant, tenant_names

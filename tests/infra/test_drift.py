@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from build_index.cli import main as toolrec
-from build_index.drift import Golden, compare, load_golden, read_queries
-from handler.catalog import Tool
+from build_index.ops.drift import Golden, compare, load_golden, read_queries
+from handler.catalog.tool import Tool
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from infra.tenant import load_tenant, tenant_names
 from tests.infra.conftest import REPO_ROOT
 from tests.support.servers import serve

@@ -15,7 +15,7 @@ from mangum import Mangum
 
 from handler import observability
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from tests.support.serving import (
     API_KEY,
     apigw_event,

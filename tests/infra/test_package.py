@@ -17,9 +17,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from build_index.cli import main as toolrec
-from handler.embedder import OnnxEmbedder
-from handler.index_store import parse_s3_url
-from handler.model_files import read_spec
+from handler.index.store import parse_s3_url
+from handler.inference.embedder import OnnxEmbedder
+from handler.inference.model_files import read_spec
 from infra.package import (
     EXCLUDED,
     LAMBDA_TASK_ROOT,
@@ -37,7 +37,8 @@ from tests.support.serving import demo_tools, publish_tools
 EVENTS = REPO_ROOT / "events"
 EVENTS_KEY = "trk_local-events-key"  # the bearer token in events/*.json
 NOT_IN_PACKAGE = ["torch", "pytest", "moto", "uvicorn", "tests", "onnx", "hypothesis", "mypy", "build_index/model",
-                  "build_index/demo", "build_index/bench", "build_index/cli.py", "build_index/finetune.py"]  # fmt: skip
+                  "build_index/demo", "build_index/bench", "build_index/cli.py",
+                  "build_index/quality/finetune.py"]  # fmt: skip
 # The scheduled refresh's modules, imported in a clean interpreter: what the refresh function needs is packaged.
 REFRESH_PROBE = """
 import json, sys, sysconfig

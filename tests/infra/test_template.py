@@ -21,7 +21,7 @@ from moto import mock_aws
 
 from build_index.upstream_headers import parse_upstreams
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.policy.dynamodb_schema import table_definitions
 from handler.policy.dynamodb_store import TableNames
 from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX, RefreshSettings, Settings

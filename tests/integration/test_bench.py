@@ -13,7 +13,7 @@ import pytest
 
 from build_index.bench.catalog import QUERY_SOURCES, bench_queries
 from handler.api.schemas import MAX_TASK_CHARS
-from handler.model_files import default_model_dir
+from handler.inference.model_files import default_model_dir
 
 
 def write_queries(shared: Path, texts: list[str]) -> None:

@@ -12,14 +12,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.embedder import OnnxEmbedder
 from handler.errors import IndexUnavailableError, IntegrityError
-from handler.index_format import BUILDS, MANIFEST, BuiltIndex, catalog_digest, load_build
-from handler.index_store import LocalIndexStore, S3IndexStore, load_latest
-from handler.model_files import sha256_file
+from handler.index.format import BUILDS, MANIFEST, BuiltIndex, catalog_digest, load_build
+from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
+from handler.inference.embedder import OnnxEmbedder
+from handler.inference.model_files import sha256_file
 from tests.support.serving import demo_tools
 
 BUCKET = "toolrec-integrity"
@@ -27,7 +27,7 @@ BUCKET = "toolrec-integrity"
 
 @pytest.fixture(scope="module")
 def built(embedder: OnnxEmbedder) -> BuiltIndex:
-    return build_index(demo_tools()[:12], embedder, MODEL_ID, progress=False)  # the project's own catalog
+    return index_tools(demo_tools()[:12], embedder, MODEL_ID, progress=False)  # the project's own catalog
 
 
 @pytest.fixture

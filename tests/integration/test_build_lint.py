@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from build_index.cli import main
-from handler.model_files import default_model_dir
+from handler.inference.model_files import default_model_dir
 
 ROWS = [
     ("Slack.SendMessage", "Send a message to a Slack channel.\nLonger details that matching never reads."),

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID, SHIPPED_DIR, prepare
-from handler.catalog import Tool
-from handler.embedder import OnnxEmbedder
+from handler.catalog.tool import Tool
 from handler.errors import IntegrityError, ModelMissingError
-from handler.model_files import MODEL_DIR_ENV, default_model_dir
+from handler.inference.embedder import OnnxEmbedder
+from handler.inference.model_files import MODEL_DIR_ENV, default_model_dir
 from handler.ranking.dense import quantize
 from handler.ranking.text import index_text
 
@@ -92,7 +92,7 @@ def test_build_time_and_query_time_embeddings_agree_exactly(embedder: OnnxEmbedd
     tools = [_tool(name, line) for name, line in _CATALOG]
     # The build runs in its own process with its own model session (here: another instance, more threads).
     recording = Recording(OnnxEmbedder(default_model_dir(), threads=2))
-    built = build_index(tools, recording, MODEL_ID, progress=False)
+    built = index_tools(tools, recording, MODEL_ID, progress=False)
     texts = [index_text(t.name, t.description) for t in tools]
     assert list(recording.seen) == texts  # one shared formatter: the build embedded exactly these texts
     at_query_time = np.stack([embedder.embed(text) for text in texts])
@@ -108,7 +108,7 @@ def test_parallel_build_embeds_exactly_like_the_query_path(
 ) -> None:
     tools = [_tool(name, line) for name, line in _CATALOG]
     monkeypatch.setattr("build_index.build.PARALLEL_MIN_TOOLS", 1)  # large catalogs go to worker processes
-    built = build_index(tools, embedder, MODEL_ID, progress=False, model_dir=default_model_dir(), workers=2)
+    built = index_tools(tools, embedder, MODEL_ID, progress=False, model_dir=default_model_dir(), workers=2)
     expected = quantize(np.stack([embedder.embed(index_text(t.name, t.description)) for t in tools]))
     np.testing.assert_array_equal(built.vectors.values, expected.values)
     np.testing.assert_array_equal(built.vectors.scales, expected.scales)

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from moto import mock_aws
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.cli import main
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.catalog import Tool
-from handler.embedder import OnnxEmbedder
-from handler.index_format import LATEST, MANIFEST, BuiltIndex, LoadedIndex
-from handler.index_store import LocalIndexStore, S3IndexStore, load_latest
+from handler.catalog.tool import Tool
+from handler.index.format import LATEST, MANIFEST, BuiltIndex, LoadedIndex
+from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
+from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.retriever import Method
 
 BUCKET = "toolrec-test-indexes"
@@ -26,13 +26,13 @@ BUCKET = "toolrec-test-indexes"
 
 @pytest.fixture(scope="module")
 def built(arcade_tools: list[Tool], embedder: OnnxEmbedder) -> BuiltIndex:
-    return build_index(arcade_tools, embedder, MODEL_ID, progress=False)
+    return index_tools(arcade_tools, embedder, MODEL_ID, progress=False)
 
 
 @pytest.fixture(scope="module")
 def newer(built: BuiltIndex, embedder: OnnxEmbedder) -> BuiltIndex:
     """Another build (a smaller catalog), so its build id differs from ``built``'s even within one second."""
-    return build_index(built.tools[:5], embedder, MODEL_ID, progress=False)
+    return index_tools(built.tools[:5], embedder, MODEL_ID, progress=False)
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from build_index.serve import ensure_demo_index, prepare_embedded_default
-from handler.embedder import OnnxEmbedder
-from handler.index_store import LocalIndexStore, load_latest
+from build_index.ops.serve import ensure_demo_index, prepare_embedded_default
+from handler.index.store import LocalIndexStore, load_latest
+from handler.inference.embedder import OnnxEmbedder
 from handler.policy.file_store import read_document
 
 

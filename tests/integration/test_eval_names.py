@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from build_index.evaluate import catalog_name, evaluate
 from build_index.model_prepare import MODEL_ID
-from handler.catalog import Tool
-from handler.embedder import OnnxEmbedder
+from build_index.quality.evaluate import catalog_name, evaluate
+from handler.catalog.tool import Tool
+from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.retriever import Method
 from handler.ranking.text import split_identifier
 

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from handler.catalog import Executor, Tool
+from handler.catalog.tool import Executor, Tool
 from handler.execute.base import (
     Dispatcher,
     ExecutionError,

@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from build_index import cli
-from build_index.stats import recommendation_stats, stats_report
+from build_index.ops.stats import recommendation_stats, stats_report
 from handler.policy.dynamodb_schema import create_tables
 from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_document

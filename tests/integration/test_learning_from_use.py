@@ -14,15 +14,15 @@ import pytest
 
 from build_index.build import embed_texts
 from build_index.cli import main as toolrec
+from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.publish import publish
-from build_index.serve import DEMO_DIR, demo_policy
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
-from handler.embedder import OnnxEmbedder
 from handler.errors import IntegrityError
-from handler.index_format import LoadedIndex, load_build, rebuild_of
-from handler.index_holder import IndexHolder
-from handler.index_store import LocalIndexStore, load_latest
-from handler.model_files import sha256_file
+from handler.index.format import LoadedIndex, load_build, rebuild_of
+from handler.index.holder import IndexHolder
+from handler.index.store import LocalIndexStore, load_latest
+from handler.inference.embedder import OnnxEmbedder
+from handler.inference.model_files import sha256_file
 from handler.policy.file_store import FilePolicyStore, write_document
 from handler.policy.model import ExecutionRecord, QueryRecord
 from handler.ranking.recommend import recommend

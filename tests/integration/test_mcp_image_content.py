@@ -13,13 +13,13 @@ import httpx
 import pytest
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.catalog import Executor, Tool
+from handler.catalog.tool import Executor, Tool
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.policy.keys import generate_key, hash_key
+from handler.ranking.query import Embedder
 from handler.settings import Settings
 from tests.support.aio import run_async
 from tests.support.mcp_client import mcp_client, use
@@ -52,7 +52,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Ite
             input_schema={"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]},
             executor=Executor(kind="mcp", target=upstream + "/mcp", tool="badge", timeout_s=5),
         )
-        publish(build_index([badge], embedder, MODEL_ID, progress=False), str(root / "index"))
+        publish(index_tools([badge], embedder, MODEL_ID, progress=False), str(root / "index"))
         settings = Settings(
             index_location=str(root / "index"),
             index_cache_dir=root / "cache",

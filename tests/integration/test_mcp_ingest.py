@@ -11,10 +11,10 @@ import pytest
 
 from build_index import cli
 from build_index.mcp_ingest import app_name, tool_part
-from handler.embedder import Embedder
 from handler.execute.base import Dispatcher, ToolCall
 from handler.execute.mcp_executor import McpExecutor
-from handler.index_store import LocalIndexStore, load_latest
+from handler.index.store import LocalIndexStore, load_latest
+from handler.ranking.query import Embedder
 from tests.support.aio import in_thread, run_async
 from tests.support.servers import free_port, serve
 from tests.support.workers import bearer_protected, upstream_mcp_app

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from build_index.loopback import serve_subprocess
-from handler.catalog import Tool
-from handler.embedder import Embedder
+from build_index.ops.loopback import serve_subprocess
+from handler.catalog.tool import Tool
 from handler.mcp.meta_tools import PINNED_INSTRUCTION
 from handler.policy.keys import generate_key, hash_key
+from handler.ranking.query import Embedder
 from tests.support.aio import run_async
 from tests.support.gateway_app import UNCONNECTED_USER, USER, Backends, catalog
 from tests.support.mcp_client import error_of, mcp_client, structured

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from build_index.cli import main as toolrec
-from build_index.serve import prepare_embedded_default
-from handler.embedder import OnnxEmbedder
+from build_index.ops.serve import prepare_embedded_default
+from handler.inference.embedder import OnnxEmbedder
 from handler.policy.file_store import FilePolicyStore
 from handler.policy.keys import hash_key
 

@@ -13,10 +13,10 @@ import pytest
 from moto import mock_aws
 
 from build_index.cli import main as toolrec
-from handler.embedder import Embedder
 from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 from handler.policy.file_store import FilePolicyStore
 from handler.policy.model import MAX_PINNED
+from handler.ranking.query import Embedder
 from tests.support.gateway_app import catalog
 from tests.support.serving import publish_tools
 

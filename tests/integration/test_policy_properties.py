@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from build_index.build import build_index, embed_texts
+from build_index.build import embed_texts, index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
-from handler.embedder import OnnxEmbedder
-from handler.index_holder import IndexHolder
-from handler.index_store import LocalIndexStore
+from handler.index.holder import IndexHolder
+from handler.index.store import LocalIndexStore
+from handler.inference.embedder import OnnxEmbedder
 from handler.policy.model import (
     AccessRule,
     ApiKeyRecord,
@@ -146,7 +146,7 @@ def holder(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder
 ) -> IndexHolder:
     directory = tmp_path_factory.mktemp("index")
-    built = build_index(demo_tools(), embedder, MODEL_ID, progress=False)
+    built = index_tools(demo_tools(), embedder, MODEL_ID, progress=False)
     if request.param == "warm":
         built = replace(
             built, usage=fold_usage(UsageLog(USAGE), TOOL_NAMES, lambda texts: embed_texts(texts, embedder), "test")

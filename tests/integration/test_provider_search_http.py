@@ -14,7 +14,7 @@ import httpx2
 import openai
 import pytest
 
-from handler.tool_names import listed_name
+from handler.catalog.names import listed_name
 from tests.support import provider_types
 from tests.support.gateway_app import USER, GatewayApp
 from tests.support.servers import serve

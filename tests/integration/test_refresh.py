@@ -13,17 +13,17 @@ from mcp.server.mcpserver import MCPServer
 from moto import mock_aws
 
 from build_index import cli
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.mcp_ingest import ingest
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from build_index.refresh import refresh
 from build_index.upstream_headers import Upstream, parse_upstreams, secrets_manager_reader
-from handler.catalog import Tool
-from handler.embedder import Embedder
+from handler.catalog.tool import Tool
 from handler.errors import CatalogError, IndexNotPublishedError
-from handler.index_format import LATEST, MANIFEST
-from handler.index_store import S3IndexStore
+from handler.index.format import LATEST, MANIFEST
+from handler.index.store import S3IndexStore
+from handler.ranking.query import Embedder
 from tests.support.aio import in_thread
 from tests.support.servers import serve
 from tests.support.workers import bearer_protected, upstream_mcp_server
@@ -112,7 +112,7 @@ def test_refresh_to_s3_with_the_token_from_secrets_manager(upstream: tuple[MCPSe
         header = {"Authorization": "Bearer ${secretsmanager:toolrec/acme/upstream}"}
         upstreams = parse_upstreams(json.dumps([{"url": url, "app": "Crm", "headers": header}]))
         tools = ingest(url, "Crm", headers={"Authorization": f"Bearer {TOKEN}"})
-        first = publish(build_index([STATIC, *tools], embedder, MODEL_ID, progress=False), location, s3).build_id
+        first = publish(index_tools([STATIC, *tools], embedder, MODEL_ID, progress=False), location, s3).build_id
         store = S3IndexStore(s3, "toolrec-refresh", "index")
 
         def run() -> bool:

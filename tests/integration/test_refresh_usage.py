@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from build_index import cli
-from build_index.drift import IndexEndpoint, read_queries, record, write_golden
 from build_index.model_prepare import MODEL_ID
+from build_index.ops.drift import IndexEndpoint, read_queries, record, write_golden
+from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.refresh import DriftError, refresh
-from build_index.serve import DEMO_DIR, demo_policy
-from handler.embedder import Embedder
-from handler.index_format import LATEST
-from handler.index_store import LocalIndexStore, load_latest
+from handler.index.format import LATEST
+from handler.index.store import LocalIndexStore, load_latest
 from handler.policy.file_store import FilePolicyStore, write_document
 from handler.policy.model import ExecutionRecord, QueryRecord
+from handler.ranking.query import Embedder
 
 QUERIES = Path(__file__).parents[2] / "infra" / "tenants" / "queries.txt"
 

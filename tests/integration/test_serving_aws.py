@@ -14,9 +14,9 @@ from mangum import Mangum
 from moto import mock_aws
 
 from build_index.cli import main as toolrec
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.policy.keys import hash_key
 from handler.settings import Settings
 from tests.support.serving import API_KEY, apigw_event, demo_tools, invoke, lambda_thread_loop, publish_tools

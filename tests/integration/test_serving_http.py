@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from build_index.loopback import serve_subprocess, stop
-from build_index.serve import DEMO_DIR
+from build_index.ops.loopback import serve_subprocess, stop
+from build_index.ops.serve import DEMO_DIR
 from handler.api.schemas import (
     MAX_CONTEXT_CHARS,
     MAX_TASK_CHARS,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from handler.catalog import Tool
-from handler.embedder import OnnxEmbedder
+from handler.catalog.tool import Tool
 from handler.errors import IndexUnavailableError, IntegrityError
-from handler.index_holder import UNAVAILABLE_RETRY_SECONDS, IndexHolder
-from handler.index_store import LocalIndexStore
+from handler.index.holder import UNAVAILABLE_RETRY_SECONDS, IndexHolder
+from handler.index.store import LocalIndexStore
+from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.retriever import Method
 from tests.integration.test_serving_aws import ROCKET
 from tests.support.serving import demo_tools, publish_tools
@@ -80,7 +80,7 @@ def test_a_corrupt_new_build_is_refused_and_the_old_one_kept(
 def test_an_invalid_record_is_refused_plainly_when_read(
     tmp_path: Path, embedder: OnnxEmbedder, clock: list[float]
 ) -> None:
-    # Records are parsed on demand (handler/tool_records.py): a build written around the build step's validation
+    # Records are parsed on demand (handler/index/records.py): a build written around the build step's validation
     # loads, its valid records serve, and the invalid one is refused with a reason fit for a 503 body.
     versioned = Tool.model_construct(**{**ROCKET.model_dump(), "name": "Acme.LaunchRocket_v2.1"})
     publish_tools([*demo_tools(), versioned], str(tmp_path), embedder)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.settings import Settings
 from tests.integration.test_serving_aws import BUCKET, PREFIX, ROCKET, TABLES, write_policy_with_cli
 from tests.support.moto_server import CREDENTIALS

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from handler.embedder import Embedder
+from handler.ranking.query import Embedder
 from tests.support.serving import demo_tools, publish_tools
 
 ERROR_KEYS = {"name", "message", "field_errors"}

@@ -16,9 +16,9 @@ from starlette.testclient import TestClient
 
 import handler.policy.keys as keys
 from build_index.cli import main as toolrec
-from build_index.serve import ensure_policy
+from build_index.ops.serve import ensure_policy
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.policy.keys import hash_key
 from tests.integration.test_serving_aws import TABLES, write_policy_with_cli
 from tests.support.serving import API_KEY, file_settings, lambda_thread_loop, write_test_policy

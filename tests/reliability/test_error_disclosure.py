@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.errors import IndexUnavailableError
-from handler.index_holder import IndexHolder
+from handler.index.holder import IndexHolder
+from handler.ranking.query import Embedder
 from tests.reliability.conftest import assert_error_body
 from tests.support.servers import serve
 from tests.support.serving import API_KEY, file_settings, write_test_policy

@@ -20,13 +20,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.catalog import Executor, Tool
+from handler.catalog.tool import Executor, Tool
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.policy.keys import hash_key
+from handler.ranking.query import Embedder
 from tests.support.servers import serve
 from tests.support.serving import file_settings
 from tests.support.workers import upstream_mcp_app
@@ -97,7 +97,7 @@ def setup(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Itera
             Tool(name="Math.Add", app="Math", description="Add two integers upstream.", input_schema=OPEN_SCHEMA,
                  executor=Executor(kind="mcp", target=f"{upstream_url}/mcp", tool="add", timeout_s=5)),
         ]  # fmt: skip
-        publish(build_index(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
+        publish(index_tools(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
         policy = {
             "version": 1,
             "gateways": [{"gateway_id": "g", "allowed": ["*"], "recommendation": "on"}],

@@ -21,7 +21,7 @@ from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
 from handler.composition import DYNAMODB_CLIENT_OPTIONS, build_app
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.settings import Settings
 from tests.integration.test_serving_aws import TABLES, write_policy_with_cli
 from tests.reliability.conftest import assert_error_body

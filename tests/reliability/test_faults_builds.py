@@ -18,10 +18,10 @@ import pytest
 from mangum import Mangum
 from moto import mock_aws
 
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 from handler.composition import build_app
-from handler.embedder import OnnxEmbedder
-from handler.index_format import BUILDS, MANIFEST
+from handler.index.format import BUILDS, MANIFEST
+from handler.inference.embedder import OnnxEmbedder
 from handler.settings import Settings
 from tests.integration.test_serving_aws import ROCKET
 from tests.support.serving import (

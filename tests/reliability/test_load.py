@@ -14,7 +14,7 @@ import pytest
 
 import handler.policy.file_store as file_store
 from build_index.cli import main as toolrec
-from build_index.loadtest import run_loadtest, served
+from build_index.ops.loadtest import run_loadtest, served
 from handler.policy.file_store import FilePolicyStore, query_log_file
 from handler.policy.keys import generate_key
 from handler.policy.model import QueryRecord

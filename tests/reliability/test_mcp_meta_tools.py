@@ -21,11 +21,11 @@ import pytest
 
 from handler.api.schemas import MAX_CONTEXT_CHARS, MAX_TASK_CHARS, MAX_TASKS
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.mcp.meta_tools import ID_MAX_CHARS
 from handler.policy.file_store import PolicyDocument, write_document
 from handler.policy.keys import hash_key
 from handler.policy.model import ApiKeyRecord, Gateway
+from handler.ranking.query import Embedder
 from tests.support.aio import run_async
 from tests.support.mcp_client import error_of, mcp_client, structured
 from tests.support.servers import serve

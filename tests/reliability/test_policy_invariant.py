@@ -15,20 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from handler.execute.registry import default_executors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from handler.app import create_app
-from handler.embedder import Embedder
+from handler.catalog.names import listed_name
 from handler.execute.base import ToolCall, ToolExecutor
-from handler.execute.wiring import default_executors
-from handler.index_holder import IndexHolder
-from handler.index_store import LocalIndexStore
+from handler.index.holder import IndexHolder
+from handler.index.store import LocalIndexStore
 from handler.policy.file_store import FilePolicyStore, PolicyDocument
 from handler.policy.keys import hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway
-from handler.tool_names import listed_name
+from handler.ranking.query import Embedder
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
 from tests.support.serving import file_settings, full_answer_size
 

@@ -29,14 +29,14 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from build_index import cli
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.catalog import Executor, Tool
+from handler.catalog.tool import Executor, Tool
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.errors import CatalogError
 from handler.policy.keys import hash_key
+from handler.ranking.query import Embedder
 from tests.reliability.conftest import assert_error_body
 from tests.support.aio import in_thread
 from tests.support.servers import serve
@@ -107,7 +107,7 @@ def test_the_build_refuses_a_schema_with_a_remote_ref_naming_the_tool(embedder: 
     with black_hole() as hole:
         nested = {"type": "object", "properties": {"list": {"type": "array", "items": {"$ref": hole.url}}}}
         with pytest.raises(CatalogError) as raised:
-            build_index([lookup_tool(remote_schema(hole.url)), _named("Places.Nested", nested)], embedder, MODEL_ID,
+            index_tools([lookup_tool(remote_schema(hole.url)), _named("Places.Nested", nested)], embedder, MODEL_ID,
                         progress=False)  # fmt: skip
         message = str(raised.value)
         assert "Places.Lookup" in message and "/properties/where/$ref" in message and hole.url in message, message
@@ -119,7 +119,7 @@ def test_the_build_accepts_local_refs(embedder: Embedder) -> None:
     schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"type": "string"}}}
     # "$ref" as a property name or inside an example is data, not a reference.
     schema["properties"]["$ref"] = {"type": "string", "examples": [{"$ref": "http://127.0.0.1:9/x"}]}
-    built = build_index([_named("Local.Refs", schema)], embedder, MODEL_ID, progress=False)
+    built = index_tools([_named("Local.Refs", schema)], embedder, MODEL_ID, progress=False)
     assert [t.name for t in built.tools] == ["Local.Refs"]
 
 
@@ -158,7 +158,7 @@ def test_an_old_index_with_a_remote_ref_fails_the_call_cleanly_and_starves_nothi
     with black_hole() as hole, serve(http_worker_app(calls)) as worker:
         # An index written before the build refused remote refs: built with a clean schema, then given the old row.
         clean = lookup_tool({"type": "object", "properties": {"city": {"type": "string"}}}, worker)
-        built = build_index([clean], embedder, MODEL_ID, progress=False)
+        built = index_tools([clean], embedder, MODEL_ID, progress=False)
         old_row = lookup_tool(remote_schema(hole.url), worker)
         publish(dataclasses.replace(built, tools=[old_row]), str(tmp_path / "index"))
         policy_file = _policy(tmp_path)
@@ -257,7 +257,7 @@ def test_a_pattern_that_backtracks_without_end_is_bounded_and_starves_nothing(
     calls: list[dict[str, Any]] = []
     with serve(http_worker_app(calls)) as worker:
         # Python's re would spend hours on this input (2^64 ways to split it); nothing in the catalog refuses it.
-        publish(build_index([lookup_tool(schema, worker)], embedder, MODEL_ID, progress=False), str(tmp_path / "index"))
+        publish(index_tools([lookup_tool(schema, worker)], embedder, MODEL_ID, progress=False), str(tmp_path / "index"))
         settings = file_settings(str(tmp_path / "index"), _policy(tmp_path), tmp_path / "cache")
         with serve(build_app(settings, embedder=embedder)) as base, httpx.Client(base_url=base, timeout=10) as client:
             client.headers["Authorization"] = f"Bearer {KEY}"

@@ -25,17 +25,17 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.catalog_io import read_catalogs
 from build_index.cli import main
 from build_index.mcp_ingest import catalog_entries, merge
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.catalog import Executor, Tool
+from handler.catalog.tool import Executor, Tool
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.errors import CatalogError
 from handler.policy.keys import hash_key
+from handler.ranking.query import Embedder
 from tests.reliability.conftest import assert_error_body
 from tests.support.aio import run_async
 from tests.support.mcp_client import error_of, mcp_client, structured
@@ -124,7 +124,7 @@ def worker() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 def _serve_index(
     root: Path, tools: list[Tool], embedder: Embedder, worker: tuple[str, list[dict[str, Any]]]
 ) -> Iterator[Server]:
-    publish(build_index(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
+    publish(index_tools(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
     server_policy = root / "policy.json"
     settings = file_settings(str(root / "index"), server_policy, root / "cache", policy_cache_seconds=0)
     with serve(build_app(settings, embedder=embedder)) as base:
@@ -206,7 +206,7 @@ def test_the_build_step_refuses_colliding_names_however_the_tools_arrived(embedd
     tools = catalog("http://127.0.0.1:9")
     tools.append(tools[0].model_copy(update={"name": "Slack.Sendmessage"}))  # as a caller of build_index could
     with pytest.raises(CatalogError, match=r"'Slack\.SendMessage'.*'Slack\.Sendmessage'"):
-        build_index(tools, embedder, MODEL_ID, progress=False)
+        index_tools(tools, embedder, MODEL_ID, progress=False)
 
 
 def test_tools_from_an_upstream_mcp_server_that_fold_together_are_refused() -> None:
@@ -235,7 +235,7 @@ def colliding(
 ) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("colliding")
     tools = catalog(worker[0])
-    built = build_index(tools, embedder, MODEL_ID, progress=False)
+    built = index_tools(tools, embedder, MODEL_ID, progress=False)
     # Written as a build without the name check would: the second Slack tool renamed after the vectors were made.
     renamed = [tools[0], tools[1].model_copy(update={"name": "Slack.Sendmessage"}), tools[2]]
     publish(dataclasses.replace(built, tools=renamed), str(root / "index"))

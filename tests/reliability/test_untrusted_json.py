@@ -21,14 +21,14 @@ import httpx
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from handler.catalog import Executor, Tool
+from handler.catalog.tool import Executor, Tool
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.policy.file_store import query_log_file
 from handler.policy.keys import hash_key
+from handler.ranking.query import Embedder
 from tests.reliability.conftest import assert_error_body
 from tests.support.aio import run_async
 from tests.support.mcp_client import error_of, mcp_client, structured
@@ -105,7 +105,7 @@ def setup(embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Itera
                  input_schema={"type": "object", "properties": {"depth": {"type": "integer"}}},
                  executor=Executor(kind="mcp", target=f"{upstream}/mcp", tool="nest", timeout_s=10)),
         ]  # fmt: skip
-        publish(build_index(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
+        publish(index_tools(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
         policy = {
             "version": 1,
             "gateways": [

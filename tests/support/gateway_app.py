@@ -15,15 +15,15 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from build_index.build import build_index
-from build_index.loopback import serve_subprocess
+from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
+from build_index.ops.loopback import serve_subprocess
 from build_index.publish import publish
-from handler.catalog import Executor, Requirements, Tool
+from handler.catalog.tool import Executor, Requirements, Tool
 from handler.composition import build_app
-from handler.embedder import Embedder
 from handler.policy.keys import generate_key, hash_key
 from handler.policy.store import PolicyStore
+from handler.ranking.query import Embedder
 from handler.services.container import Services
 from handler.settings import Settings
 from tests.support.servers import free_port, serve
@@ -161,7 +161,7 @@ class Prepared:
 
 def prepare(root: Path, embedder: Embedder, worker_url: str, upstream_url: str, dead_url: str) -> Prepared:
     index_dir, policy_file = root / "index", root / "policy.json"
-    built = build_index(catalog(worker_url, upstream_url, dead_url), embedder, MODEL_ID, progress=False)
+    built = index_tools(catalog(worker_url, upstream_url, dead_url), embedder, MODEL_ID, progress=False)
     publish(built, str(index_dir))
     key = generate_key()
     policy_file.write_text(json.dumps(policy_document(key)), encoding="utf-8")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from handler.embedder import Embedder
+from handler.ranking.query import Embedder
 from tests.support.gateway_app import Backends, GatewayApp, Prepared, gateway_app, prepare_for, running_backends
 
 

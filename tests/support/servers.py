@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-from build_index.loopback import free_port
+from build_index.ops.loopback import free_port
 
 __all__ = ["free_port", "serve"]  # free_port: tests import it from here with serve
 

@@ -15,16 +15,16 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from build_index.build import build_index
+from build_index.build import index_tools
 from build_index.catalog_io import read_catalogs
 from build_index.model_prepare import MODEL_ID
+from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.publish import publish
-from build_index.serve import DEMO_DIR, demo_policy
-from handler.catalog import Tool
-from handler.embedder import Embedder
+from handler.catalog.tool import Tool
 from handler.policy.file_store import PolicyDocument, write_document
 from handler.policy.keys import hash_key
 from handler.policy.model import ApiKeyRecord
+from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend
 from handler.ranking.retriever import RankingIndex
 from handler.settings import Settings
@@ -39,7 +39,7 @@ def demo_tools() -> list[Tool]:
 
 def publish_tools(tools: list[Tool], location: str, embedder: Embedder, s3_client: Any = None) -> str:
     """Build with the real build step and publish (LATEST last); returns the build id."""
-    return publish(build_index(tools, embedder, MODEL_ID, progress=False), location, s3_client).build_id
+    return publish(index_tools(tools, embedder, MODEL_ID, progress=False), location, s3_client).build_id
 
 
 def policy_for_tests() -> PolicyDocument:

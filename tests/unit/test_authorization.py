@@ -1,9 +1,9 @@
-"""The one rule for "can run without authorizing first" (handler/authorization.py), used by execute and apps."""
+"""The one rule for "can run without authorizing first" (handler/policy/authorization.py), used by execute and apps."""
 
 from __future__ import annotations
 
-from handler.authorization import authorization_app, missing_authorization
-from handler.catalog import Requirements, Tool
+from handler.catalog.tool import Requirements, Tool
+from handler.policy.authorization import authorization_app, missing_authorization
 from handler.policy.model import Connection
 
 

@@ -1,4 +1,4 @@
-"""Trusting the harness: the pure core plus build_index/metrics.py reproduce the BM25 numbers that each
+"""Trusting the harness: the pure core plus build_index/quality/metrics.py reproduce the BM25 numbers that each
 benchmark's BASELINES.md publishes, when configured exactly as that file documents.
 
 BASELINES.md: Okapi BM25, k1=1.2, b=0.75, Lucene idf; document = name + " " + description; camelCase split,
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from build_index.metrics import completeness, ndcg, recall
+from build_index.quality.metrics import completeness, ndcg, recall
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Params, build_bm25
 from handler.ranking.topk import top_k

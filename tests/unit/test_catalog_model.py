@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 
 BASE = {
     "name": "Slack.SendMessage",

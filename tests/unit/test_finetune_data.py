@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from build_index.finetune import TRAINING_SETS, Pair, Recipe, batches, finetune, training_pairs
-from build_index.training_split import is_held_out, needs_held_out_tool
+from build_index.quality.finetune import TRAINING_SETS, Pair, Recipe, batches, finetune, training_pairs
+from build_index.quality.training_split import is_held_out, needs_held_out_tool
 from handler.errors import ToolrecError
 from handler.ranking.text import index_text
 
@@ -83,7 +83,7 @@ def test_a_batch_holds_each_tool_once_and_the_walk_wraps_around() -> None:
 
 
 def test_finetune_without_the_train_extra_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("build_index.finetune.TRAINING_EXTRA", ("torch", "a_module_that_is_not_installed"))
+    monkeypatch.setattr("build_index.quality.finetune.TRAINING_EXTRA", ("torch", "a_module_that_is_not_installed"))
     with pytest.raises(ToolrecError, match=r"a_module_that_is_not_installed.*pip install -e '\.\[train\]'"):
         finetune(_training_root(tmp_path), tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from handler.int8_scoring import MATMUL_INTEGER_MODEL, QUERY_LEVELS, Int8Scorer
+from handler.inference.int8_scoring import MATMUL_INTEGER_MODEL, QUERY_LEVELS, Int8Scorer
 from handler.ranking.dense import DenseMatrix, quantize
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from build_index.lint import first_line_problem, lint_tools, near_duplicates
-from handler.catalog import Tool
-from handler.tool_names import listed_name
+from handler.catalog.names import listed_name
+from handler.catalog.tool import Tool
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from handler.catalog.names import listed_name
 from handler.execute.input_check import MAX_FIELD_ERRORS, input_problems
 from handler.mcp.gateway import AUTO_THRESHOLD, recommends
 from handler.mcp.meta_tools import LIST_APPS, SELECT, USE, meta_tool_of, meta_tools
-from handler.tool_names import listed_name
 
 
 @pytest.mark.parametrize(

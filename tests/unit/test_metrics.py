@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from build_index.metrics import completeness, ndcg, recall
+from build_index.quality.metrics import completeness, ndcg, recall
 
 RANKED = ["a", "b", "c", "d", "e", "f"]
 

@@ -1,7 +1,7 @@
 """The providers' tool search shapes (handler/providers/) and the names they show, against the SDKs' own types.
 
 A listed name must be one both APIs accept (^[a-zA-Z0-9_-]{1,64}$), distinct for every tool of a catalog the build
-accepts, and read back to its tool by the one resolver (handler/tool_names.py) that execute and MCP use.
+accepts, and read back to its tool by the one resolver (handler/catalog/names.py) that execute and MCP use.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handler.catalog import Tool
+from handler.catalog.names import ToolNames, describe_collisions, listed_name, name_key
+from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
 from handler.providers import anthropic, openai, search
-from handler.tool_names import ToolNames, describe_collisions, listed_name, name_key
 from tests.support import provider_types
 
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

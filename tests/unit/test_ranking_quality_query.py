@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from handler.embedder import OnnxEmbedder
+from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import build_bm25
 from handler.ranking.dense import DenseMatrix, quantize

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from handler.catalog import Requirements, Tool
+from handler.catalog.tool import Requirements, Tool
 from handler.errors import IntegrityError
-from handler.tool_records import ToolKeys, ToolRecords, to_jsonl
+from handler.index.records import ToolKeys, ToolRecords, to_jsonl
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
 TOOLS = [

@@ -142,7 +142,7 @@ def test_benchmark_format_and_its_errors(tmp_path: Path) -> None:
 
 
 def test_the_local_query_log_reads_back_as_the_store_recorded_it(tmp_path: Path) -> None:
-    from build_index.serve import demo_policy
+    from build_index.ops.serve import demo_policy
 
     policy = tmp_path / "policy.json"
     write_document(policy, demo_policy())

@@ -6,32 +6,21 @@ mapped in one place; a tool that ran and failed is a 200 with ``success: false``
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 
 from handler.api.auth import PrincipalDep, ServicesDep
 from handler.api.schemas import ExecuteRequest, ExecuteResponse, ExecutionErrorBody
-from handler.execute.service import ExecutionService
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
 
-def execution_service(request: Request) -> ExecutionService:
-    found: ExecutionService = request.app.state.execution
-    return found
-
-
-ExecutionDep = Annotated[ExecutionService, Depends(execution_service)]
-
-
 @router.post("/execute", response_model=ExecuteResponse, summary="Run a tool for a user")
 async def execute_tool(
-    body: ExecuteRequest, principal: PrincipalDep, services: ServicesDep, execution: ExecutionDep
+    body: ExecuteRequest, principal: PrincipalDep, services: ServicesDep
 ) -> ExecuteResponse:
     # Not limited to a gateway (PRODUCT.md §2), unless the API key itself is.
     gateway = services.access.gateway_for(principal, None)
-    result = await execution.execute(body.user_id, body.tool_name, body.input, body.query_id, gateway)
+    result = await services.execution.execute(body.user_id, body.tool_name, body.input, body.query_id, gateway)
     error = None
     if not result.success:
         error = ExecutionErrorBody(name=result.error_name or "execution_failed", message=result.error_message or "")

@@ -20,7 +20,6 @@ from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
 from handler.api.auth import PrincipalDep, ServicesDep
-from handler.api.routes.execute import ExecutionDep
 from handler.api.schemas import MAX_ID_CHARS, Identifier
 
 USER_HEADER = "X-Toolrec-User"
@@ -41,7 +40,6 @@ async def mcp_message(
     request: Request,
     principal: PrincipalDep,
     services: ServicesDep,
-    execution: ExecutionDep,
     user: Annotated[str | None, Header(alias=USER_HEADER, description="the end user, on every request")] = None,
     protocol_version: Annotated[str | None, Header(alias=PROTOCOL_HEADER)] = None,
 ) -> Response:
@@ -56,7 +54,7 @@ async def mcp_message(
     if user_id is None:
         message = f"the {USER_HEADER} header must name the user in 1 to {MAX_ID_CHARS} characters of UTF-8"
         return JSONResponse(error_body(None, types.ErrorData(code=types.INVALID_REQUEST, message=message)), 400)
-    host = await anyio.to_thread.run_sync(open_host, services, execution, principal, gateway_id, user_id)
+    host = await anyio.to_thread.run_sync(open_host, services, principal, gateway_id, user_id)
     reply = await exchange(await request.body(), protocol_version, host)
     if reply.body is None:
         return Response(status_code=reply.status)

@@ -15,7 +15,7 @@ from handler.api.schemas import (
     TaskSuggestions,
     ToolSuggestion,
 )
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 
 router = APIRouter(prefix="/v1/tools", tags=["tools"])
 

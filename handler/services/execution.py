@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio.to_thread
 
-from handler.authorization import authorization_app, missing_authorization
-from handler.catalog import Tool
+from handler.catalog.json_limits import MAX_OUTPUT_DEPTH, json_problem, printable
+from handler.catalog.tool import Tool
 from handler.errors import (
     IndexUnavailableError,
     NotFoundError,
@@ -28,8 +28,8 @@ from handler.errors import (
 )
 from handler.execute.base import ContentOutput, Dispatcher, ExecutionError, OutputUnreturnableError, ToolCall
 from handler.execute.input_check import FieldProblem, input_problems
-from handler.index_holder import IndexHolder
-from handler.json_limits import MAX_OUTPUT_DEPTH, json_problem, printable
+from handler.index.holder import IndexHolder
+from handler.policy.authorization import authorization_app, missing_authorization
 from handler.policy.model import ExecutionRecord, Gateway
 from handler.services.access import AccessPolicy
 

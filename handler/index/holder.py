@@ -19,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 
 from handler.errors import IndexUnavailableError, IntegrityError, ToolrecError
-from handler.index_format import LoadedIndex
-from handler.index_store import IndexStore, load_latest
-from handler.services.tool_table import ToolTable
+from handler.index.format import LoadedIndex
+from handler.index.store import IndexStore, load_latest
+from handler.index.table import ToolTable
 
 log = logging.getLogger(__name__)
 # While no index is loaded, retry sooner than the normal refresh interval: the first build may be on its way.

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from build_index.policy_checks import (
+from build_index.ops.policy_checks import (
     NOT_FOUND_EXIT,
     PolicyCommandError,
     check_patterns,
@@ -98,9 +98,9 @@ def _catalog_pins(gateway: Any, location: str | None) -> Any:
     import tempfile
 
     from handler.errors import CatalogError
-    from handler.index_store import latest_tools, open_store
+    from handler.index.store import latest_tools, open_store
+    from handler.index.table import ToolTable
     from handler.services.access import Pins
-    from handler.services.tool_table import ToolTable
 
     if not location:
         raise SystemExit("toolrec policy gateway put --pin needs --index (or $TOOLREC_INDEX_LOCATION) to check pins")

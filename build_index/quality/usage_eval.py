@@ -2,7 +2,7 @@
 
 A fixed share of a set's queries (by a hash of their id) becomes the history, each query one execution group with
 the first tool of each of its relevant groups; cold (no usage) and warm (that history folded in) answer the same
-other queries through select's path (build_index/evaluate.py).
+other queries through select's path (build_index/quality/evaluate.py).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from build_index.evaluate import Query, benchmark_queries, evaluate, format_report, gap_closed
+from build_index.quality.evaluate import Query, benchmark_queries, evaluate, format_report, gap_closed
 from build_index.usage import ExecutionGroup, UsageLog
-from handler.embedder import Embedder
+from handler.ranking.query import Embedder
 
 
 def in_history(query_id: str, share: float) -> bool:

@@ -29,8 +29,8 @@ from pydantic import BaseModel, Field
 from handler.ranking.recommend import recommend
 
 if TYPE_CHECKING:
-    from handler.embedder import Embedder
-    from handler.index_format import LoadedIndex
+    from handler.index.format import LoadedIndex
+    from handler.ranking.query import Embedder
 
 TOP_K = 5
 MIN_OVERLAP = 4

@@ -1,13 +1,11 @@
-"""Build the execution service once per app: the executor adapters and the service over the shared services."""
+"""The executor adapters by kind (``http``, ``mcp``, ``lambda``), each made on its first call."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from handler.execute.base import Dispatcher, ToolCall, ToolExecutor
-from handler.execute.service import ExecutionService
-from handler.services.container import Services
+from handler.execute.base import ToolCall, ToolExecutor
 
 
 class _BuiltOnFirstCall:
@@ -45,7 +43,3 @@ def _lambda() -> ToolExecutor:
 
 def default_executors() -> dict[str, ToolExecutor]:
     return {"http": _BuiltOnFirstCall(_http), "mcp": _BuiltOnFirstCall(_mcp), "lambda": _BuiltOnFirstCall(_lambda)}
-
-
-def build_execution(services: Services, executors: Mapping[str, ToolExecutor] | None = None) -> ExecutionService:
-    return ExecutionService(services.holder, services.access, Dispatcher(executors or default_executors()))

@@ -9,7 +9,7 @@ empty policy no server reads.
 
 Which catalog: ``--index`` (a directory or s3://...), else the ``index`` folder beside the policy file (the
 layout of ``toolrec serve``), else ``$TOOLREC_INDEX_LOCATION``. Patterns match exactly as the service matches
-them (handler/services/tool_table.py); with no index to check against, a warning says so.
+them (handler/index/table.py); with no index to check against, a warning says so.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from handler.policy.model import ALL_TOOLS
 from handler.settings import ENV_PREFIX
 
 if TYPE_CHECKING:
-    from handler.services.tool_table import ToolTable
+    from handler.index.table import ToolTable
 
 DEFAULT_POLICY_FILE = Path(".toolrec") / "policy.json"
 NOT_FOUND_EXIT = 1
@@ -106,9 +106,9 @@ def check_patterns(patterns: tuple[str, ...], index_location: str | None) -> Non
 
 
 def _tool_table(location: str) -> ToolTable:
-    from handler.index_format import MANIFEST, load_build, read_manifest
-    from handler.index_store import open_store
-    from handler.services.tool_table import ToolTable
+    from handler.index.format import MANIFEST, load_build, read_manifest
+    from handler.index.store import open_store
+    from handler.index.table import ToolTable
 
     store = open_store(location)
     with tempfile.TemporaryDirectory() as cache:

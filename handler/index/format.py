@@ -2,7 +2,7 @@
 
 A build is a directory ``builds/<build_id>/`` holding ``manifest.json`` (schema version, model
 fingerprint, analyzer and BM25 parameters, sha256 of every file) and plain ``.npy`` arrays written with
-``allow_pickle=False``, the tool records (``tools.jsonl``, one a line, read lazily: handler/tool_records.py)
+``allow_pickle=False``, the tool records (``tools.jsonl``, one a line, read lazily: handler/index/records.py)
 and the keys every request needs of every tool (``tool_keys.json``: names, apps, authorization flags).
 ``LATEST`` names the current build and is written last, so no reader ever sees half an index.
 """
@@ -21,16 +21,16 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
-from handler.int8_scoring import Int8Scorer
-from handler.model_files import sha256_file
+from handler.index.records import ToolKeys, ToolRecords, to_jsonl
+from handler.inference.int8_scoring import Int8Scorer
+from handler.inference.model_files import sha256_file
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.dense import QuantizedVectors
 from handler.ranking.retriever import RankingIndex
 from handler.ranking.usage import UsageEvidence
-from handler.tool_records import ToolKeys, ToolRecords, to_jsonl
 
 # 2: tools.json (a list validated whole at load) became tools.jsonl + tool_keys.json (records parsed on demand).
 SCHEMA_VERSION = 2

@@ -8,27 +8,14 @@ is computed over the whole batch, so a batched vector differs from the same text
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from handler.model_files import ModelSpec, read_spec
+from handler.inference.model_files import ModelSpec, read_spec
 from handler.ranking.text import normalize
 
 FloatArray = npt.NDArray[np.float32]
-
-
-class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors; ``fingerprint`` identifies the model exactly."""
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    @property
-    def dimensions(self) -> int: ...
-
-    def embed(self, text: str) -> FloatArray: ...
 
 
 class OnnxEmbedder:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 from handler.policy.model import Connection
 
 

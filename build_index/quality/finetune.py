@@ -11,7 +11,7 @@ artifact (build_index/model_prepare.py):
   metatool's 21k queries over 199 tools do not drown the rest; shuffled with seed 0.
 - a hard negative per pair: one of the tool's 3 nearest neighbours in its own catalog (by the source model's
   cosine, before training) that the query does not need, drawn with seed 0: the look-alike a ranking confuses.
-- one tool in five (build_index/training_split.py) is never trained on: queries that need one are what
+- one tool in five (build_index/quality/training_split.py) is never trained on: queries that need one are what
   ``toolrec calibrate-no-match`` reads, so the no-match threshold comes from tools the model never saw,
   as every customer catalog's tools are.
 - symmetric in-batch InfoNCE (scale 20) over batches of 32 pairs of distinct tools (two pairs of one tool
@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from build_index.evaluate import benchmark_queries, benchmark_tools
 from build_index.model_prepare import DIMENSIONS, MAX_TOKENS, MODEL_ID, PINNED_FILES
-from build_index.training_split import TRAINING_SETS, needs_held_out_tool
+from build_index.quality.evaluate import benchmark_queries, benchmark_tools
+from build_index.quality.training_split import TRAINING_SETS, needs_held_out_tool
 from handler.errors import IntegrityError, ToolrecError
-from handler.model_files import SPEC_FILE, ModelSpec, sha256_file
+from handler.inference.model_files import SPEC_FILE, ModelSpec, sha256_file
 from handler.ranking.text import index_text
 
 TRAINING_EXTRA = ("torch", "transformers")

@@ -16,20 +16,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from build_index.build import build_index, embed_texts
-from build_index.metrics import completeness, ndcg, recall
+from build_index.build import embed_texts, index_tools
 from build_index.publish import publish
-from build_index.reference_bm25 import ReferenceBM25, reference_text
-from build_index.training_split import TRAINING_SETS, unseen_by_model
+from build_index.quality.metrics import completeness, ndcg, recall
+from build_index.quality.reference_bm25 import ReferenceBM25, reference_text
+from build_index.quality.training_split import TRAINING_SETS, unseen_by_model
 from build_index.usage import UsageLog, fold_usage
-from handler.catalog import _VERSION_SUFFIX, Tool
-from handler.embedder import Embedder
-from handler.index_format import LoadedIndex, load_build, rebuild_of
-from handler.index_store import LocalIndexStore, load_latest
+from handler.catalog.names import name_key
+from handler.catalog.tool import _VERSION_SUFFIX, Tool
+from handler.index.format import LoadedIndex, load_build, rebuild_of
+from handler.index.store import LocalIndexStore, load_latest
 from handler.ranking.no_match import NO_MATCH_COSINE, calibrate
+from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend
 from handler.ranking.retriever import Method, Recommendation
-from handler.tool_names import name_key
 
 EVAL_CACHE = Path.home() / ".cache" / "toolrec" / "eval"
 SUBSET_FIELDS = ("subset", "task", "split", "has_context")
@@ -126,7 +126,7 @@ def cached_index(
 ) -> LoadedIndex:
     """Build the set's index once per (tools file, model, code version of the index text) and reuse it; with
     ``usage`` (groups of the set's tool ids), that index republished with the usage folded in."""
-    from handler.index_format import SCHEMA_VERSION
+    from handler.index.format import SCHEMA_VERSION
     from handler.ranking import analyzer, text
 
     digest = hashlib.sha256()
@@ -141,7 +141,7 @@ def cached_index(
     ids, tools = benchmark_tools(bench_dir)
     tools = distinct_names(tools)
     if not (root / "LATEST").is_file():
-        publish(build_index(tools, embedder, model_id), str(root))
+        publish(index_tools(tools, embedder, model_id), str(root))
     if usage is None:
         return load_latest(store, root, embedder.fingerprint)
     cold = store.fetch(store.latest_build_id(), root)
@@ -163,7 +163,7 @@ def _usage_digest(usage: UsageLog, cold_build: str) -> str:
     digest = hashlib.sha256(cold_build.encode())
     for group in usage.groups:
         digest.update(json.dumps([group.task, group.tools]).encode())
-    digest.update(Path(__file__).with_name("usage.py").read_bytes())  # the folding decides what is indexed
+    digest.update(Path(__file__).parents[1].joinpath("usage.py").read_bytes())  # the folding decides what is indexed
     return digest.hexdigest()[:16]
 
 
@@ -293,7 +293,7 @@ def calibrate_no_match(
     cache: Path = EVAL_CACHE,
 ) -> dict[str, Any]:
     """The no-match threshold from the given sets: each set's queries the model never trained on
-    (build_index/training_split.py), ranked against the whole catalog exactly as select ranks them, give the
+    (build_index/quality/training_split.py), ranked against the whole catalog exactly as select ranks them, give the
     best cosine of a real request; see handler/ranking/no_match.py. Also, for every set, the threshold the
     others give (leave one set out): the figure to report for that set. ``max_queries`` takes an evenly
     spaced, deterministic sample of a large set."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from build_index.loopback import serve_subprocess
+from build_index.ops.loopback import serve_subprocess
 from handler.policy.file_store import query_log_file
 from handler.policy.keys import generate_key
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
-from handler.index_format import BUILDS, LATEST, MANIFEST, LoadedIndex, load_build, load_tool_records, read_manifest
-from handler.tool_records import ToolRecords
+from handler.index.format import BUILDS, LATEST, MANIFEST, LoadedIndex, load_build, load_tool_records, read_manifest
+from handler.index.records import ToolRecords
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 SHARED_DIR_VARIABLE = "TOOLREC_SHARED_DIR"
-BESIDE_THE_REPOSITORY = Path(__file__).resolve().parents[1].parent / "shared"
+BESIDE_THE_REPOSITORY = Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def shared_dir() -> Path:

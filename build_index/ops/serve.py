@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from handler.embedder import Embedder
 from handler.errors import ToolrecError
 from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_if_absent
 from handler.policy.keys import generate_key, hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, AppInfo, Connection, Gateway
+from handler.ranking.query import Embedder
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-DEMO_DIR = Path(__file__).parent / "demo"
+DEMO_DIR = Path(__file__).parents[1] / "demo"
 DEFAULT_ROOT = Path(".toolrec")
 DEMO_USER = "demo-user"
 DEMO_CONNECTIONS = {
@@ -76,7 +76,7 @@ def ensure_demo_index(index_dir: Path, embedder: Embedder, announce: Announce = 
     existing = _latest_model_fingerprint(index_dir)
     if existing == embedder.fingerprint:
         return False
-    from build_index.build import build_index
+    from build_index.build import index_tools
     from build_index.catalog_io import read_catalogs
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
@@ -85,14 +85,14 @@ def ensure_demo_index(index_dir: Path, embedder: Embedder, announce: Announce = 
     why = "first run" if existing is None else "the model changed"
     announce(f"building the demo index ({len(tools)} tools) in {index_dir} ({why}, a few seconds)...")
     started = time.perf_counter()
-    publish(build_index(tools, embedder, MODEL_ID, progress=False), str(index_dir))
+    publish(index_tools(tools, embedder, MODEL_ID, progress=False), str(index_dir))
     announce(f"built the demo index in {time.perf_counter() - started:.1f} s")
     return True
 
 
 def _latest_model_fingerprint(index_dir: Path) -> str | None:
-    from handler.index_format import MANIFEST, read_manifest
-    from handler.index_store import LocalIndexStore
+    from handler.index.format import MANIFEST, read_manifest
+    from handler.index.store import LocalIndexStore
 
     store = LocalIndexStore(index_dir)
     try:
@@ -154,7 +154,7 @@ def embedded_app(
 ) -> tuple[FastAPI, EmbeddedDefault]:
     """The app ``toolrec serve`` runs, built by the same composition root as the Lambda function."""
     from handler.composition import build_app
-    from handler.embedder import OnnxEmbedder
+    from handler.inference.embedder import OnnxEmbedder
     from handler.settings import Settings
 
     settings = Settings(  # explicit values beat TOOLREC_* variables; the others still come from the environment
@@ -173,7 +173,7 @@ def embedded_app(
 def serve(host: str, port: int, root: Path, api_key: str | None, index: str | None, policy: Path | None) -> None:
     import uvicorn
 
-    from build_index.serve_http import ErrorBodyH11Protocol
+    from build_index.ops.serve_http import ErrorBodyH11Protocol
 
     app, default = embedded_app(root, api_key, index, policy, announce=lambda line: print(line, flush=True))
     if default.new_key:

@@ -19,9 +19,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
-from handler.authorization import authorization_app
-from handler.catalog import Tool
+from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
+from handler.policy.authorization import authorization_app
 
 NEWLINE = ord("\n")
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from handler.catalog import Tool
+from handler.catalog.names import ToolNames
+from handler.catalog.tool import Tool
+from handler.index.records import ToolRecords
 from handler.policy.model import ALL_TOOLS
-from handler.tool_names import ToolNames
-from handler.tool_records import ToolRecords
 
 BoolArray = npt.NDArray[np.bool_]
 IndexArray = npt.NDArray[np.intp]
@@ -25,7 +25,7 @@ IndexArray = npt.NDArray[np.intp]
 class ToolTable:
     tools: Sequence[Tool]
     names: tuple[str, ...]
-    by_name: ToolNames  # the one resolver of a caller's spelling (handler/tool_names.py)
+    by_name: ToolNames  # the one resolver of a caller's spelling (handler/catalog/names.py)
     by_app: dict[str, IndexArray]
     needs_authorization: BoolArray  # whether each tool requires the user to authorize its app
     app_names: tuple[str, ...]  # the distinct apps, sorted
