@@ -27,7 +27,8 @@ from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
 from build_index.usage import evidence_digest, fold_usage, read_usage
 from handler.catalog.tool import Tool
 from handler.errors import ToolrecError
-from handler.index.format import MANIFEST, BuiltIndex, catalog_digest, load_build, read_manifest, rebuild_of
+from handler.index.format import MANIFEST, BuiltIndex, catalog_digest, read_manifest
+from handler.index.load import load_build, rebuild_of
 from handler.index.store import LocalIndexStore, load_latest, open_store
 from handler.ranking.query import Embedder
 

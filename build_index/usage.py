@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
 from handler.errors import CatalogError
-from handler.index.format import BuiltIndex, UsageArrays, UsageSummary, load_build, rebuild_of
+from handler.index.format import BuiltIndex, UsageArrays, UsageSummary
+from handler.index.load import load_build, rebuild_of
 from handler.index.store import open_store
 from handler.policy.model import QueryRecord
 from handler.ranking.dense import quantize

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from handler.ranking.recommend import recommend
 
 if TYPE_CHECKING:
-    from handler.index.format import LoadedIndex
+    from handler.index.load import Index
     from handler.ranking.query import Embedder
 
 TOP_K = 5
@@ -113,7 +113,7 @@ class IndexEndpoint:
     """A build not yet published, answering as select does over its whole catalog: what a refresh checks before
     LATEST moves (the goldens are recorded for a user who may use every tool, with no gateway)."""
 
-    def __init__(self, index: LoadedIndex, embedder: Embedder) -> None:
+    def __init__(self, index: Index, embedder: Embedder) -> None:
         self._index, self._embedder = index, embedder
 
     def build_id(self) -> str | None:

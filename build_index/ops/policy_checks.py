@@ -106,12 +106,7 @@ def check_patterns(patterns: tuple[str, ...], index_location: str | None) -> Non
 
 
 def _tool_table(location: str) -> ToolTable:
-    from handler.index.format import MANIFEST, load_build, read_manifest
-    from handler.index.store import open_store
-    from handler.index.table import ToolTable
+    from handler.index.store import latest_table, open_store
 
-    store = open_store(location)
     with tempfile.TemporaryDirectory() as cache:
-        build = store.fetch(store.latest_build_id(), Path(cache))
-        fingerprint = read_manifest((build / MANIFEST).read_bytes()).model.fingerprint
-        return ToolTable.of(load_build(build, fingerprint).tools)
+        return latest_table(open_store(location), Path(cache))

@@ -98,14 +98,13 @@ def _catalog_pins(gateway: Any, location: str | None) -> Any:
     import tempfile
 
     from handler.errors import CatalogError
-    from handler.index.store import latest_tools, open_store
-    from handler.index.table import ToolTable
+    from handler.index.store import latest_table, open_store
     from handler.services.access import Pins
 
     if not location:
         raise SystemExit("toolrec policy gateway put --pin needs --index (or $TOOLREC_INDEX_LOCATION) to check pins")
     with tempfile.TemporaryDirectory() as cache:
-        table = ToolTable.of(latest_tools(open_store(location), Path(cache)))
+        table = latest_table(open_store(location), Path(cache))
     pins = Pins.of(table, gateway.pinned, table.mask(gateway.allowed))
     problem = pins.problem(gateway.gateway_id)
     if problem is not None:

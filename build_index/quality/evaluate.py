@@ -24,7 +24,7 @@ from build_index.quality.training_split import TRAINING_SETS, unseen_by_model
 from build_index.usage import UsageLog, fold_usage
 from handler.catalog.names import name_key
 from handler.catalog.tool import _VERSION_SUFFIX, Tool
-from handler.index.format import LoadedIndex, load_build, rebuild_of
+from handler.index.load import Index, load_build, rebuild_of
 from handler.index.store import LocalIndexStore, load_latest
 from handler.ranking.no_match import NO_MATCH_COSINE, calibrate
 from handler.ranking.query import Embedder
@@ -123,7 +123,7 @@ def benchmark_queries(bench_dir: Path, with_instruction: bool) -> list[Query]:
 
 def cached_index(
     bench_dir: Path, embedder: Embedder, model_id: str, cache: Path = EVAL_CACHE, usage: UsageLog | None = None
-) -> LoadedIndex:
+) -> Index:
     """Build the set's index once per (tools file, model, code version of the index text) and reuse it; with
     ``usage`` (groups of the set's tool ids), that index republished with the usage folded in."""
     from handler.index.format import SCHEMA_VERSION
@@ -247,7 +247,7 @@ def _raw_names(bench_dir: Path, tools: Sequence[Tool]) -> list[Tool]:
 
 
 def answer(
-    index: LoadedIndex,
+    index: Index,
     embedder: Embedder,
     text: str,
     method: Method,
@@ -259,7 +259,7 @@ def answer(
 
 
 def off_catalog_refusals(
-    index: LoadedIndex,
+    index: Index,
     embedder: Embedder,
     method: Method,
     others: Sequence[Path],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from typing import overload
 
 from handler.errors import IntegrityError
 
@@ -64,14 +65,28 @@ def describe_collisions(names: Sequence[str]) -> str | None:
     return f"tool names that differ only in case or '.'/'_' (or that list alike) are one name to callers: {pairs}"
 
 
-class ToolNames:
-    """The catalog's names by their folded key: which tool a caller's spelling means, if any."""
+class ToolNames(Sequence[str]):
+    """A build's tool names in index order, and which tool a caller's spelling means (``position``): the one
+    resolver REST, MCP, the providers, policy patterns and the ranking's exact-name match all read."""
 
     def __init__(self, names: Sequence[str]) -> None:
         problem = describe_collisions(names)
         if problem is not None:
             raise IntegrityError(f"the index cannot be served: {problem}; rebuild it from a corrected catalog")
-        self._positions = {key: i for i, name in enumerate(names) for key in _keys(name)}
+        self._names = tuple(names)
+        self._positions = {key: i for i, name in enumerate(self._names) for key in _keys(name)}
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @overload
+    def __getitem__(self, position: int) -> str: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, position: int | slice) -> str | Sequence[str]:
+        return self._names[position]
 
     def position(self, name: str) -> int | None:
         return self._positions.get(name_key(name))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,14 +23,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
-from handler.index.records import ToolKeys, ToolRecords, to_jsonl
-from handler.inference.int8_scoring import Int8Scorer
+from handler.index.records import ToolKeys, to_jsonl
 from handler.inference.model_files import sha256_file
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.dense import QuantizedVectors
-from handler.ranking.retriever import RankingIndex
-from handler.ranking.usage import UsageEvidence
 
 # 2: tools.json (a list validated whole at load) became tools.jsonl + tool_keys.json (records parsed on demand).
 SCHEMA_VERSION = 2
@@ -133,17 +130,6 @@ class BuiltIndex:
     usage: tuple[UsageArrays, UsageSummary] | None = None
 
 
-@dataclass(frozen=True)
-class LoadedIndex:
-    manifest: Manifest
-    tools: ToolRecords
-    ranking: RankingIndex
-
-    def without_usage(self) -> LoadedIndex:
-        """The same build ranked by its text alone (a tenant that turned learning from use off)."""
-        return self if self.ranking.usage is None else replace(self, ranking=replace(self.ranking, usage=None))
-
-
 def catalog_digest(tools: Sequence[Tool]) -> str:
     """sha256 of the tool set: each record normalized as tools.jsonl writes it, the lines sorted, so the same tools
     listed in another order (an upstream's tools/list is not sorted) hash the same."""
@@ -221,107 +207,3 @@ def expected_files(schema_version: int, with_usage: bool = False) -> frozenset[s
     record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
     arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ())
     return frozenset({f"{name}.npy" for name in arrays} | record_files | {VOCABULARY})
-
-
-def _manifest_of(directory: Path) -> Manifest:
-    manifest_path = directory / MANIFEST
-    if not manifest_path.is_file():
-        raise IntegrityError(f"no {MANIFEST} in {directory}")
-    return read_manifest(manifest_path.read_bytes())
-
-
-def _verify(directory: Path, manifest: Manifest, names: frozenset[str] | None = None) -> None:
-    """Refuse the build unless the files its manifest lists (or ``names`` of them) match their sha256."""
-    for name, digest in manifest.files.items():
-        if names is not None and name not in names:
-            continue
-        path = directory / name
-        if not path.is_file():
-            raise IntegrityError(f"index {manifest.build_id} is missing {name}")
-        if sha256_file(path) != digest:
-            raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
-
-
-def load_tool_records(directory: Path) -> ToolRecords:
-    """Only a build's tool records, verified: what checking names against the catalog needs, without the model."""
-    manifest = _manifest_of(directory)
-    _verify(directory, manifest, frozenset({TOOLS, TOOL_KEYS, TOOLS_V1}))
-    return _tool_records(directory, manifest.schema_version)
-
-
-def load_build(directory: Path, model_fingerprint: str) -> LoadedIndex:
-    """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
-    manifest = _manifest_of(directory)
-    if manifest.model.fingerprint != model_fingerprint:
-        raise IntegrityError(
-            f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
-            f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
-        )
-    _verify(directory, manifest)
-    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
-    tools = _tool_records(directory, manifest.schema_version)
-    if len(tools) != manifest.tool_count:
-        raise IntegrityError(f"index {manifest.build_id} holds {len(tools)} tools, manifest: {manifest.tool_count}")
-    vocabulary = json.loads((directory / VOCABULARY).read_text())
-    bm25 = BM25Index(vocabulary, arrays["bm25_indptr"], arrays["bm25_doc_ids"], arrays["bm25_weights"], len(tools))
-    analyzer = Analyzer(frozenset(manifest.analyzer.stopwords), manifest.analyzer.stemming)
-    vectors = QuantizedVectors(arrays["vectors"], arrays["vector_scales"])
-    if vectors.values.shape != (len(tools), manifest.model.dimensions) or vectors.scales.shape != (len(tools),):
-        raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
-    dense = Int8Scorer(vectors)
-    usage = _usage(directory, manifest) if manifest.usage is not None else None
-    ranking = RankingIndex(tools.keys.names, bm25, dense, analyzer, usage)
-    return LoadedIndex(manifest, tools, ranking)
-
-
-def rebuild_of(directory: Path, loaded: LoadedIndex, tools: Sequence[Tool] | None = None) -> BuiltIndex:
-    """A build loaded from ``directory`` as the build step's value again (its vectors and BM25 as they are, no
-    usage), to publish it with other usage evidence without embedding its tools again. ``tools`` are its records
-    (default: parsed from the build)."""
-    tools = list(loaded.tools) if tools is None else tools
-    if len(tools) != loaded.manifest.tool_count or list(loaded.tools.keys.names) != [t.name for t in tools]:
-        raise IntegrityError(f"index {loaded.manifest.build_id} holds other tools than the ones given")
-    manifest = loaded.manifest
-    vectors = QuantizedVectors(*(np.load(directory / f"{n}.npy", allow_pickle=False) for n in ARRAYS[:2]))
-    return BuiltIndex(
-        tools=tools,
-        vectors=QuantizedVectors(np.ascontiguousarray(vectors.values), vectors.scales),
-        bm25=loaded.ranking.bm25,
-        analyzer=Analyzer(frozenset(manifest.analyzer.stopwords), manifest.analyzer.stemming),
-        bm25_params=BM25Params(**manifest.bm25),
-        model=manifest.model,
-    )
-
-
-def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
-    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in USAGE_ARRAYS}
-    past = QuantizedVectors(arrays["usage_vectors"], arrays["usage_scales"])
-    tools, indptr, companions = arrays["usage_tools"], arrays["co_usage_indptr"], arrays["co_usage_tools"]
-    n = manifest.tool_count
-    consistent = (
-        past.values.shape == (len(tools), manifest.model.dimensions)
-        and past.scales.shape == tools.shape
-        and indptr.shape == (n + 1,)
-        and companions.shape == arrays["co_usage_shares"].shape == (int(indptr[-1]),)
-        and bool(((tools >= 0) & (tools < n)).all() and ((companions >= 0) & (companions < n)).all())
-    )
-    if not consistent:
-        raise IntegrityError(f"index {manifest.build_id}: its usage arrays do not fit its {n} tools")
-    return UsageEvidence(Int8Scorer(past), tools, indptr, companions, arrays["co_usage_shares"])
-
-
-def _tool_records(directory: Path, schema_version: int) -> ToolRecords:
-    if schema_version == SCHEMA_VERSION:
-        return ToolRecords((directory / TOOLS).read_bytes(), _tool_keys(directory / TOOL_KEYS))
-    try:  # schema 1: validate the whole list once, as that version's loader did, then serve it the same way
-        tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS_V1).read_bytes())]
-    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
-        raise IntegrityError(f"{TOOLS_V1} holds invalid tool records ({type(exc).__name__})") from None
-    return ToolRecords(to_jsonl(tools).encode("utf-8"), ToolKeys.of(tools))
-
-
-def _tool_keys(path: Path) -> ToolKeys:
-    try:
-        return ToolKeys.from_json(path.read_bytes())
-    except (ValueError, KeyError, TypeError) as exc:
-        raise IntegrityError(f"{path.name} is not a valid tool key file ({exc})") from exc

@@ -19,29 +19,12 @@ from datetime import datetime
 from pathlib import Path
 
 from handler.errors import IndexUnavailableError, IntegrityError, ToolrecError
-from handler.index.format import LoadedIndex
+from handler.index.load import Index
 from handler.index.store import IndexStore, load_latest
-from handler.index.table import ToolTable
 
 log = logging.getLogger(__name__)
 # While no index is loaded, retry sooner than the normal refresh interval: the first build may be on its way.
 UNAVAILABLE_RETRY_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class ServingIndex:
-    """One loaded build plus what the services precompute over it."""
-
-    loaded: LoadedIndex
-    table: ToolTable
-
-    @property
-    def build_id(self) -> str:
-        return self.loaded.manifest.build_id
-
-    @classmethod
-    def of(cls, loaded: LoadedIndex) -> ServingIndex:
-        return cls(loaded, ToolTable.of(loaded.tools))
 
 
 @dataclass(frozen=True)
@@ -73,7 +56,7 @@ class IndexHolder:
         self.refresh_seconds = refresh_seconds
         self._clock = clock
         self._lock = threading.Lock()
-        self._current: ServingIndex | None = None
+        self._current: Index | None = None
         self._error: str | None = "not loaded yet"  # the detail, for the log
         self._reason: str | None = "no tool index is loaded yet"  # the same in generic words, for callers
         self._next_check = 0.0
@@ -83,7 +66,7 @@ class IndexHolder:
         with self._lock:
             self._refresh_locked()
 
-    def current(self) -> ServingIndex:
+    def current(self) -> Index:
         """The index to answer this request from; IndexUnavailableError when none could be loaded."""
         if self._clock() >= self._next_check and self._lock.acquire(blocking=self._current is None):
             try:
@@ -110,8 +93,8 @@ class IndexHolder:
         snapshot = self._current
         if snapshot is None:
             return Health(False, None, 0, self._reason)
-        built_at = datetime.fromisoformat(snapshot.loaded.manifest.created_at)
-        return Health(True, snapshot.build_id, len(snapshot.loaded.tools), None, built_at)
+        built_at = datetime.fromisoformat(snapshot.manifest.created_at)
+        return Health(True, snapshot.build_id, len(snapshot.tools), None, built_at)
 
     def _prune_cache(self, keep: str) -> None:
         """Drop cached copies of older builds: Lambda's /tmp is small, and a loaded index lives in memory."""
@@ -126,12 +109,12 @@ class IndexHolder:
         try:
             latest = self.store.latest_build_id()
             if self._current is None or latest != self._current.build_id:
-                loaded = load_latest(self.store, self.cache_dir, self.model_fingerprint)
+                index = load_latest(self.store, self.cache_dir, self.model_fingerprint)
                 if not self.learn_from_use:
-                    loaded = loaded.without_usage()
-                self._current = ServingIndex.of(loaded)  # one reference assignment: the atomic swap
-                log.info("index loaded", extra={"build_id": loaded.manifest.build_id})
-                self._prune_cache(keep=loaded.manifest.build_id)
+                    index = index.without_usage()
+                self._current = index  # one reference assignment: the atomic swap
+                log.info("index loaded", extra={"build_id": index.build_id})
+                self._prune_cache(keep=index.build_id)
             self._error = self._reason = None
             self._next_check = now + self.refresh_seconds
         except (IndexUnavailableError, IntegrityError, OSError, ValueError) as exc:

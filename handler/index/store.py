@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from handler.catalog.names import ToolNames
+from handler.catalog.names import ToolNames
 from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
-from handler.index.format import BUILDS, LATEST, MANIFEST, LoadedIndex, load_build, load_tool_records, read_manifest
-from handler.index.records import ToolRecords
+from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
+from handler.index.load import Index, load_build, load_tool_records
+from handler.index.table import ToolTable
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -125,7 +128,7 @@ def open_store(location: str, s3_client: Any = None) -> IndexStore:
     return LocalIndexStore(Path(location))
 
 
-def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str) -> LoadedIndex:
+def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str) -> Index:
     """Fetch and verify the build ``LATEST`` names. A corrupt cached copy is dropped, so a retry refetches it."""
     build_id = store.latest_build_id()
     directory = store.fetch(build_id, cache_dir)
@@ -137,6 +140,8 @@ def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str) -> L
         raise
 
 
-def latest_tools(store: IndexStore, cache_dir: Path) -> ToolRecords:
-    """The tool records of the build ``LATEST`` names, verified, without the model: a catalog to check names against."""
-    return load_tool_records(store.fetch(store.latest_build_id(), cache_dir))
+def latest_table(store: IndexStore, cache_dir: Path) -> ToolTable:
+    """The tools of the build ``LATEST`` names, verified, as the lookup table policy patterns are checked against:
+    its records alone, without the model (``toolrec policy`` checks names before anything is served)."""
+    records = load_tool_records(store.fetch(store.latest_build_id(), cache_dir))
+    return ToolTable.of(records, ToolNames(records.keys.names))

@@ -24,15 +24,15 @@ IndexArray = npt.NDArray[np.intp]
 @dataclass(frozen=True)
 class ToolTable:
     tools: Sequence[Tool]
-    names: tuple[str, ...]
-    by_name: ToolNames  # the one resolver of a caller's spelling (handler/catalog/names.py)
+    names: ToolNames  # the one resolver of a caller's spelling (handler/catalog/names.py)
     by_app: dict[str, IndexArray]
     needs_authorization: BoolArray  # whether each tool requires the user to authorize its app
     app_names: tuple[str, ...]  # the distinct apps, sorted
     app_codes: IndexArray  # each tool's position in app_names: per-app counts are one bincount
 
     @classmethod
-    def of(cls, tools: ToolRecords) -> ToolTable:
+    def of(cls, tools: ToolRecords, names: ToolNames) -> ToolTable:
+        """``names``: the build's resolver, shared with its RankingIndex."""
         keys = tools.keys  # built from the keys alone: no tool record is parsed here
         grouped: dict[str, list[int]] = {}
         for i, app in enumerate(keys.apps):
@@ -40,8 +40,7 @@ class ToolTable:
         app_names, app_codes = np.unique(np.asarray(keys.apps, dtype=str), return_inverse=True)
         return cls(
             tools=tools,
-            names=keys.names,
-            by_name=ToolNames(keys.names),  # refuses a build whose names fold together (IntegrityError)
+            names=names,
             by_app={app: np.asarray(ids, dtype=np.intp) for app, ids in grouped.items()},
             needs_authorization=keys.needs_authorization,
             app_names=tuple(str(name) for name in app_names),
@@ -53,7 +52,7 @@ class ToolTable:
 
     def position(self, name: str) -> int | None:
         """The tool a caller's spelling of a name means, if any."""
-        return self.by_name.position(name)
+        return self.names.position(name)
 
     def mask(self, patterns: Iterable[str]) -> BoolArray:
         """The tools any of the patterns (``*``, ``App.*`` or an exact name as ``position`` reads it) matches."""

@@ -28,7 +28,7 @@ from handler.errors import (
     ToolrecError,
     caller_message,
 )
-from handler.index.holder import ServingIndex
+from handler.index.load import Index
 from handler.mcp import meta_tools
 from handler.mcp.meta_tools import LIST_APPS, SELECT, USE
 from handler.policy.model import Gateway, Principal
@@ -68,7 +68,7 @@ class GatewayHost:
     principal: Principal
     gateway: Gateway
     user_id: str
-    index: ServingIndex | None  # None while no index is loaded: the meta-tools still answer ("unavailable")
+    index: Index | None  # None while no index is loaded: the meta-tools still answer ("unavailable")
     recommending: bool
     pinned: tuple[int, ...] = ()  # the gateway's pins this build holds, in order (the user's rules not yet applied)
 
@@ -248,14 +248,12 @@ def native_result(blocks: tuple[Any, ...], envelope: dict[str, Any], *, direct: 
     return types.CallToolResult(content=[types.TextContent(text=text), *blocks], structured_content=summary)
 
 
-def open_host(
-    services: Services, principal: Principal, gateway_id: str, user_id: str
-) -> GatewayHost:
+def open_host(services: Services, principal: Principal, gateway_id: str, user_id: str) -> GatewayHost:
     """Resolve the gateway for this key (404/403 as in REST) and decide the mode; blocking (policy reads)."""
     gateway = services.access.gateway_for(principal, gateway_id)
     assert gateway is not None  # gateway_for returns a gateway whenever one is named
     try:
-        index: ServingIndex | None = services.holder.current()
+        index: Index | None = services.holder.current()
     except IndexUnavailableError:
         index = None
     if index is None:

@@ -9,7 +9,7 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
-from handler.catalog.names import name_key  # one folding of tool names for every lookup
+from handler.catalog.names import ToolNames
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.catalog_words import CatalogWords
 from handler.ranking.dense import DenseScorer
@@ -52,18 +52,20 @@ class RankingIndex:
     dense: DenseScorer
     analyzer: Callable[[str], list[str]]
     usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
-    _by_name: dict[str, int] = field(init=False, repr=False, compare=False)
+    _resolver: ToolNames = field(init=False, repr=False, compare=False)
     _words: CatalogWords = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_name", {name_key(n): i for i, n in enumerate(self.names)})
+        # The one resolver of a spelling (handler/catalog/names.py): the build's own when it is given one.
+        resolver = self.names if isinstance(self.names, ToolNames) else ToolNames(self.names)
+        object.__setattr__(self, "_resolver", resolver)
         object.__setattr__(self, "_words", CatalogWords(self.bm25.vocabulary, self.names, self.analyzer))
 
     def __len__(self) -> int:
         return len(self.names)
 
     def exact_match(self, query: str) -> int | None:
-        return self._by_name.get(name_key(query))
+        return self._resolver.position(query)
 
     def rank(
         self,

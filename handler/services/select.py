@@ -18,7 +18,8 @@ import numpy as np
 from handler import observability
 from handler.catalog.tool import Tool
 from handler.errors import IndexUnavailableError, PolicyUnavailableError, ServiceUnavailableError
-from handler.index.holder import IndexHolder, ServingIndex
+from handler.index.holder import IndexHolder
+from handler.index.load import Index
 from handler.index.table import BoolArray
 from handler.policy.model import Principal, QueryRecord
 from handler.policy.store import PolicyStore
@@ -67,7 +68,7 @@ class ToolFinder:
         self.query_log_ttl_seconds = query_log_ttl_days * SECONDS_PER_DAY
         self._clock = clock
 
-    def _scope(self, principal: Principal, user_id: str, gateway_id: str | None) -> tuple[ServingIndex, BoolArray]:
+    def _scope(self, principal: Principal, user_id: str, gateway_id: str | None) -> tuple[Index, BoolArray]:
         try:
             index = self.holder.current()
         except IndexUnavailableError as exc:
@@ -95,14 +96,14 @@ class ToolFinder:
         results = []
         for task in tasks:
             try:
-                found = recommend(index.loaded.ranking, self.embedder, task, context, top_k, allowed)
+                found = recommend(index.ranking, self.embedder, task, context, top_k, allowed)
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")
                 if isolate_failures:
                     results.append(TaskResult(task, (), unavailable=True))
                     continue
                 raise ServiceUnavailableError("the tool lookup failed; retry the request") from exc
-            tools = tuple(index.loaded.tools[h.index] for h in found.hits)  # none: the calibrated no match
+            tools = tuple(index.tools[h.index] for h in found.hits)  # none: the calibrated no match
             results.append(TaskResult(task, tools))
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=gateway_id or principal.gateway_id)
@@ -116,15 +117,15 @@ class ToolFinder:
     ) -> tuple[Tool, ...]:
         """Tools ranked by keyword match alone (BM25): only tools sharing a word with the query."""
         index, allowed = self._scope(principal, user_id, gateway_id)
-        hits = index.loaded.ranking.rank(query, None, top_k, allowed, Method.BM25)
-        return tuple(index.loaded.tools[h.index] for h in hits)
+        hits = index.ranking.rank(query, None, top_k, allowed, Method.BM25)
+        return tuple(index.tools[h.index] for h in hits)
 
     def usable(self, principal: Principal, user_id: str, gateway_id: str | None, offset: int, limit: int) -> UsablePage:
         """A page of the tools the user may use under the gateway, in catalog order (what a provider defers)."""
         index, allowed = self._scope(principal, user_id, gateway_id)
         positions = np.flatnonzero(allowed)
         page = positions[offset : offset + limit].tolist()  # only the page's records are read
-        return UsablePage(tuple(index.loaded.tools[i] for i in page), int(positions.size))
+        return UsablePage(tuple(index.tools[i] for i in page), int(positions.size))
 
     def _log_query(self, selection: Selection, user_id: str, gateway_id: str | None) -> None:
         now = self._clock()

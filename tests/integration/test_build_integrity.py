@@ -16,7 +16,8 @@ from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.errors import IndexUnavailableError, IntegrityError
-from handler.index.format import BUILDS, MANIFEST, BuiltIndex, catalog_digest, load_build
+from handler.index.format import BUILDS, MANIFEST, BuiltIndex, catalog_digest
+from handler.index.load import load_build
 from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
 from handler.inference.embedder import OnnxEmbedder
 from handler.inference.model_files import sha256_file

@@ -16,7 +16,8 @@ from build_index.cli import main
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.catalog.tool import Tool
-from handler.index.format import LATEST, MANIFEST, BuiltIndex, LoadedIndex
+from handler.index.format import LATEST, MANIFEST, BuiltIndex
+from handler.index.load import Index
 from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
 from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.retriever import Method
@@ -47,12 +48,12 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         yield client
 
 
-def ask(index: LoadedIndex, embedder: OnnxEmbedder, query: str, method: Method = Method.HYBRID) -> list[str]:
+def ask(index: Index, embedder: OnnxEmbedder, query: str, method: Method = Method.HYBRID) -> list[str]:
     hits = index.ranking.rank(query, embedder.embed(query), 5, method=method)
     return [index.tools[h.index].name for h in hits]
 
 
-def assert_answers_queries(index: LoadedIndex, embedder: OnnxEmbedder, tools: list[Tool]) -> None:
+def assert_answers_queries(index: Index, embedder: OnnxEmbedder, tools: list[Tool]) -> None:
     assert [t.name for t in index.tools] == [t.name for t in tools]
     assert index.tools[0].input_schema == tools[0].input_schema  # full schemas come back for the agent
     assert ask(index, embedder, "Jira.SearchIssuesWithJql")[0] == "Jira.SearchIssuesWithJql"

@@ -18,8 +18,8 @@ from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.publish import publish
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
 from handler.errors import IntegrityError
-from handler.index.format import LoadedIndex, load_build, rebuild_of
 from handler.index.holder import IndexHolder
+from handler.index.load import Index, load_build, rebuild_of
 from handler.index.store import LocalIndexStore, load_latest
 from handler.inference.embedder import OnnxEmbedder
 from handler.inference.model_files import sha256_file
@@ -40,11 +40,11 @@ def cold_root(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) 
     return root
 
 
-def load(root: Path, embedder: OnnxEmbedder) -> LoadedIndex:
+def load(root: Path, embedder: OnnxEmbedder) -> Index:
     return load_latest(LocalIndexStore(root), root, embedder.fingerprint)
 
 
-def warm_index(cold_root: Path, groups: list[ExecutionGroup], out: Path, embedder: OnnxEmbedder) -> LoadedIndex:
+def warm_index(cold_root: Path, groups: list[ExecutionGroup], out: Path, embedder: OnnxEmbedder) -> Index:
     """The cold build republished with these groups as its usage, through the index format."""
     store = LocalIndexStore(cold_root)
     directory = store.fetch(store.latest_build_id(), cold_root)
@@ -54,7 +54,7 @@ def warm_index(cold_root: Path, groups: list[ExecutionGroup], out: Path, embedde
     return load(out, embedder)
 
 
-def top(index: LoadedIndex, embedder: OnnxEmbedder, task: str, k: int = 5) -> list[str]:
+def top(index: Index, embedder: OnnxEmbedder, task: str, k: int = 5) -> list[str]:
     return [NAMES[h.index] for h in recommend(index.ranking, embedder, task, None, k).hits]
 
 

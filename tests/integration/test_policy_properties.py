@@ -154,7 +154,7 @@ def holder(
     publish(built, str(directory))
     holder = IndexHolder(LocalIndexStore(Path(directory)), directory / "cache", embedder.fingerprint, 3600)
     holder.load()
-    assert (holder.current().loaded.ranking.usage is not None) is (request.param == "warm")
+    assert (holder.current().ranking.usage is not None) is (request.param == "warm")
     return holder
 
 
@@ -177,7 +177,7 @@ def test_select_and_search_only_return_allowed_tools(
     selection = finder.select(principal, USER, [task], None, gateway_id, top_k)
     selected = [t.name for t in selection.results[0].tools]
     assert set(selected) <= allowed
-    index = holder.current().loaded.ranking
+    index = holder.current().ranking
     assert len(selected) == full_answer_size(index, embedder, task, allowed, top_k)  # no slot lost to a filtered tool
 
     found = [t.name for t in finder.search(principal, USER, task, gateway_id, top_k)]

@@ -46,9 +46,9 @@ def test_swap_is_atomic_and_periodic(tmp_path: Path, embedder: OnnxEmbedder, clo
     clock[0] += 1
     assert holder.current().build_id == second and CountingStore.checks > 0
     # The request that started before the swap still ranks on its own, complete snapshot.
-    hits = in_flight.loaded.ranking.rank("send a slack message", None, 3, None, Method.BM25)
-    assert in_flight.loaded.tools[hits[0].index].name == "Slack.SendMessage"
-    assert len(in_flight.loaded.tools) == 96 and holder.health().tool_count == 97
+    hits = in_flight.ranking.rank("send a slack message", None, 3, None, Method.BM25)
+    assert in_flight.tools[hits[0].index].name == "Slack.SendMessage"
+    assert len(in_flight.tools) == 96 and holder.health().tool_count == 97
 
 
 def test_cold_start_without_an_index_recovers(tmp_path: Path, embedder: OnnxEmbedder, clock: list[float]) -> None:
@@ -86,7 +86,7 @@ def test_an_invalid_record_is_refused_plainly_when_read(
     publish_tools([*demo_tools(), versioned], str(tmp_path), embedder)
     holder = make_holder(tmp_path, embedder, clock)
     holder.load()
-    tools = holder.current().loaded.tools
+    tools = holder.current().tools
     assert tools[0] == demo_tools()[0]
     with pytest.raises(
         IntegrityError, match=r"\(Acme\.LaunchRocket_v2\.1\) is invalid \(1 problem\(s\)\); rebuild"

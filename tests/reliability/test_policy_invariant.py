@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from handler.execute.registry import default_executors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -23,6 +22,7 @@ from starlette.testclient import TestClient
 from handler.app import create_app
 from handler.catalog.names import listed_name
 from handler.execute.base import ToolCall, ToolExecutor
+from handler.execute.registry import default_executors
 from handler.index.holder import IndexHolder
 from handler.index.store import LocalIndexStore
 from handler.policy.file_store import FilePolicyStore, PolicyDocument
@@ -95,7 +95,7 @@ class Harness:
     embedder: Embedder
 
     def expected_count(self, task: str, allowed: frozenset[str], top_k: int) -> int:
-        return full_answer_size(self.holder.current().loaded.ranking, self.embedder, task, allowed, top_k)
+        return full_answer_size(self.holder.current().ranking, self.embedder, task, allowed, top_k)
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,7 @@ router = APIRouter(prefix="/v1/tools", tags=["tools"])
 
 
 @router.post("/execute", response_model=ExecuteResponse, summary="Run a tool for a user")
-async def execute_tool(
-    body: ExecuteRequest, principal: PrincipalDep, services: ServicesDep
-) -> ExecuteResponse:
+async def execute_tool(body: ExecuteRequest, principal: PrincipalDep, services: ServicesDep) -> ExecuteResponse:
     # Not limited to a gateway (PRODUCT.md §2), unless the API key itself is.
     gateway = services.access.gateway_for(principal, None)
     result = await services.execution.execute(body.user_id, body.tool_name, body.input, body.query_id, gateway)

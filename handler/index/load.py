@@ -1,0 +1,177 @@
+"""Reading a build back: verify it (manifest, model, every file's sha256), then assemble the one ``Index`` value
+the service answers from and the build step rebuilds from.
+
+Verification and assembly are separate steps so each says what it guarantees: ``verify_build`` reads no array,
+``assemble`` trusts a verified directory and only checks that the pieces fit one another.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from handler.catalog.names import ToolNames
+from handler.catalog.tool import Tool
+from handler.errors import IntegrityError
+from handler.index.format import (
+    ARRAYS,
+    MANIFEST,
+    SCHEMA_VERSION,
+    TOOL_KEYS,
+    TOOLS,
+    TOOLS_V1,
+    USAGE_ARRAYS,
+    VOCABULARY,
+    BuiltIndex,
+    Manifest,
+    read_manifest,
+)
+from handler.index.records import ToolKeys, ToolRecords, to_jsonl
+from handler.index.table import ToolTable
+from handler.inference.int8_scoring import Int8Scorer
+from handler.inference.model_files import sha256_file
+from handler.ranking.analyzer import Analyzer
+from handler.ranking.bm25 import BM25Index, BM25Params
+from handler.ranking.dense import QuantizedVectors
+from handler.ranking.retriever import RankingIndex
+from handler.ranking.usage import UsageEvidence
+
+
+@dataclass(frozen=True)
+class Index:
+    """One loaded build: its manifest, its tool records, the ranking core's arrays, and the lookup table that
+    turns policy patterns into masks. The names in ``table`` and ``ranking`` are one resolver (ToolNames)."""
+
+    manifest: Manifest
+    tools: ToolRecords
+    ranking: RankingIndex
+    table: ToolTable
+
+    @property
+    def build_id(self) -> str:
+        return self.manifest.build_id
+
+    def without_usage(self) -> Index:
+        """The same build ranked by its text alone (a tenant that turned learning from use off)."""
+        return self if self.ranking.usage is None else replace(self, ranking=replace(self.ranking, usage=None))
+
+
+def verify_build(directory: Path, model_fingerprint: str) -> Manifest:
+    """The build's manifest, once its model is the one given and every file it lists matches its sha256."""
+    manifest = _manifest_of(directory)
+    if manifest.model.fingerprint != model_fingerprint:
+        raise IntegrityError(
+            f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
+            f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
+        )
+    _verify_files(directory, manifest)
+    return manifest
+
+
+def assemble(directory: Path, manifest: Manifest) -> Index:
+    """The Index of a verified build directory; IntegrityError when its pieces do not fit one another."""
+    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
+    tools = _tool_records(directory, manifest.schema_version)
+    if len(tools) != manifest.tool_count:
+        raise IntegrityError(f"index {manifest.build_id} holds {len(tools)} tools, manifest: {manifest.tool_count}")
+    vocabulary = json.loads((directory / VOCABULARY).read_text())
+    bm25 = BM25Index(vocabulary, arrays["bm25_indptr"], arrays["bm25_doc_ids"], arrays["bm25_weights"], len(tools))
+    vectors = QuantizedVectors(arrays["vectors"], arrays["vector_scales"])
+    if vectors.values.shape != (len(tools), manifest.model.dimensions) or vectors.scales.shape != (len(tools),):
+        raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
+    usage = _usage(directory, manifest) if manifest.usage is not None else None
+    names = ToolNames(tools.keys.names)  # refuses a build whose names fold together
+    ranking = RankingIndex(names, bm25, Int8Scorer(vectors), _analyzer(manifest), usage)
+    return Index(manifest, tools, ranking, ToolTable.of(tools, names))
+
+
+def load_build(directory: Path, model_fingerprint: str) -> Index:
+    """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
+    return assemble(directory, verify_build(directory, model_fingerprint))
+
+
+def load_tool_records(directory: Path) -> ToolRecords:
+    """Only a build's tool records, verified: what checking names against the catalog needs, without the model."""
+    manifest = _manifest_of(directory)
+    _verify_files(directory, manifest, frozenset({TOOLS, TOOL_KEYS, TOOLS_V1}))
+    return _tool_records(directory, manifest.schema_version)
+
+
+def rebuild_of(directory: Path, index: Index, tools: Sequence[Tool] | None = None) -> BuiltIndex:
+    """A build loaded from ``directory`` as the build step's value again (its vectors and BM25 as they are, no
+    usage), to publish it with other usage evidence without embedding its tools again. ``tools`` are its records
+    (default: parsed from the build)."""
+    tools = list(index.tools) if tools is None else tools
+    if len(tools) != index.manifest.tool_count or list(index.tools.keys.names) != [t.name for t in tools]:
+        raise IntegrityError(f"index {index.build_id} holds other tools than the ones given")
+    manifest = index.manifest
+    vectors = QuantizedVectors(*(np.load(directory / f"{n}.npy", allow_pickle=False) for n in ARRAYS[:2]))
+    return BuiltIndex(
+        tools=tools,
+        vectors=QuantizedVectors(np.ascontiguousarray(vectors.values), vectors.scales),
+        bm25=index.ranking.bm25,
+        analyzer=_analyzer(manifest),
+        bm25_params=BM25Params(**manifest.bm25),
+        model=manifest.model,
+    )
+
+
+def _analyzer(manifest: Manifest) -> Analyzer:
+    return Analyzer(frozenset(manifest.analyzer.stopwords), manifest.analyzer.stemming)
+
+
+def _manifest_of(directory: Path) -> Manifest:
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        raise IntegrityError(f"no {MANIFEST} in {directory}")
+    return read_manifest(manifest_path.read_bytes())
+
+
+def _verify_files(directory: Path, manifest: Manifest, names: frozenset[str] | None = None) -> None:
+    """Refuse the build unless the files its manifest lists (or ``names`` of them) match their sha256."""
+    for name, digest in manifest.files.items():
+        if names is not None and name not in names:
+            continue
+        path = directory / name
+        if not path.is_file():
+            raise IntegrityError(f"index {manifest.build_id} is missing {name}")
+        if sha256_file(path) != digest:
+            raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
+
+
+def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
+    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in USAGE_ARRAYS}
+    past = QuantizedVectors(arrays["usage_vectors"], arrays["usage_scales"])
+    tools, indptr, companions = arrays["usage_tools"], arrays["co_usage_indptr"], arrays["co_usage_tools"]
+    n = manifest.tool_count
+    consistent = (
+        past.values.shape == (len(tools), manifest.model.dimensions)
+        and past.scales.shape == tools.shape
+        and indptr.shape == (n + 1,)
+        and companions.shape == arrays["co_usage_shares"].shape == (int(indptr[-1]),)
+        and bool(((tools >= 0) & (tools < n)).all() and ((companions >= 0) & (companions < n)).all())
+    )
+    if not consistent:
+        raise IntegrityError(f"index {manifest.build_id}: its usage arrays do not fit its {n} tools")
+    return UsageEvidence(Int8Scorer(past), tools, indptr, companions, arrays["co_usage_shares"])
+
+
+def _tool_records(directory: Path, schema_version: int) -> ToolRecords:
+    if schema_version == SCHEMA_VERSION:
+        return ToolRecords((directory / TOOLS).read_bytes(), _tool_keys(directory / TOOL_KEYS))
+    try:  # schema 1: validate the whole list once, as that version's loader did, then serve it the same way
+        tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS_V1).read_bytes())]
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise IntegrityError(f"{TOOLS_V1} holds invalid tool records ({type(exc).__name__})") from None
+    return ToolRecords(to_jsonl(tools).encode("utf-8"), ToolKeys.of(tools))
+
+
+def _tool_keys(path: Path) -> ToolKeys:
+    try:
+        return ToolKeys.from_json(path.read_bytes())
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IntegrityError(f"{path.name} is not a valid tool key file ({exc})") from exc
