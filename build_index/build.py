@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from build_index.catalog_io import MAX_REPORTED
 from handler.catalog.json_limits import schema_problems
@@ -20,12 +19,12 @@ from handler.errors import CatalogError
 from handler.index.format import BuiltIndex, ModelRef
 from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.analyzer import Analyzer
+from handler.ranking.arrays import FloatArray
 from handler.ranking.bm25 import BM25Params, build_bm25
 from handler.ranking.dense import quantize
 from handler.ranking.query import Embedder
 from handler.ranking.text import index_text
 
-FloatArray = npt.NDArray[np.float32]
 PROGRESS_MIN_TOOLS = 200
 # Below this many texts a worker pool costs more (each worker loads the model, ~0.3 s) than it saves.
 PARALLEL_MIN_TOOLS = 2000

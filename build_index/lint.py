@@ -24,13 +24,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from handler.catalog.names import listed_name
 from handler.catalog.tool import APP_TOOL_NAME, Tool
+from handler.ranking.arrays import FloatArray
 from handler.ranking.text import first_line, words
-
-FloatArray = npt.NDArray[np.float32]
 
 MIN_WORDS = 3
 DUPLICATE_THRESHOLD = 0.95

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
 from handler.errors import CatalogError
@@ -30,9 +29,8 @@ from handler.index.format import BuiltIndex, UsageArrays, UsageSummary
 from handler.index.load import load_build, rebuild_of
 from handler.index.store import open_store
 from handler.policy.model import QueryRecord
+from handler.ranking.arrays import FloatArray
 from handler.ranking.dense import quantize
-
-FloatArray = npt.NDArray[np.float32]
 
 # A tool keeps its most recent distinct past tasks: enough to cover the ways users ask for it, so that old
 # habits fade; their mean is one row per tool, so a query's cost does not grow with traffic.

@@ -6,25 +6,28 @@ so the index, model and clients are built once by the caller and passed in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+import handler
 from handler import observability
 from handler.api.errors import install_error_handlers
 from handler.api.limits import BodySizeLimit
-from handler.api.routes import apps, docs, execute, health, mcp, providers, tools
+from handler.api.routes import apps, docs, execute, health, tools
 from handler.api.schemas import MAX_BODY_BYTES, ErrorBody
 from handler.execute.base import ToolExecutor
 from handler.index.holder import IndexHolder
+from handler.mcp import route as mcp
 from handler.policy.store import PolicyStore
+from handler.providers import routes as providers
 from handler.ranking.query import Embedder
 from handler.services.container import Services
 from handler.settings import Settings
 
-# Every REST router, in one list. Execute and MCP add theirs here (or pass ``extra_routers``).
+# Every router, in one list: REST, the providers' search and each gateway's MCP endpoint.
 ROUTERS: tuple[APIRouter, ...] = (
     tools.router,
     execute.router,
@@ -55,17 +58,20 @@ def create_app(
     embedder: Embedder,
     policy_store: PolicyStore,
     executors: Mapping[str, ToolExecutor] | None = None,
-    extra_routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     app = FastAPI(
         title="toolrec",
-        version="1.0",
-        description="Tool recommendation for AI agents: select, search and list apps (PRODUCT.md §2).",
+        version=handler.version(),
+        description=(
+            "Tool recommendation for AI agents: select the few tools that fit a task, search them by keyword, list "
+            "the apps a user can act on, execute the chosen tool, each gateway as an MCP server, and answers for "
+            "the model providers' own tool search (PRODUCT.md §2, §3, §7)."
+        ),
         docs_url=None,  # served by routes/docs.py from local files; FastAPI's loads them from a CDN
         redoc_url=None,  # ReDoc loads from a CDN too, and nothing names it
     )
     app.state.services = Services.build(settings, index_holder, embedder, policy_store, executors)
-    for router in (*ROUTERS, *extra_routers):
+    for router in ROUTERS:
         responses = {} if router in _UNAUTHENTICATED else _ERROR_RESPONSES
         app.include_router(router, responses=responses)
     install_error_handlers(app)

@@ -6,10 +6,9 @@ the deployed function are wired by the same code. Clients can be injected (tests
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 
 from handler import observability
 from handler.app import create_app
@@ -78,7 +77,6 @@ def build_app(
     s3_client: Any = None,
     dynamodb_client: Any = None,
     embedder: Embedder | None = None,
-    extra_routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """Everything built once: a bad setting or a missing model fails here, at init, not in a request."""
     settings = settings or Settings()  # pydantic-settings reads the environment
@@ -101,7 +99,6 @@ def build_app(
         index_holder=holder,
         embedder=embedder,
         policy_store=build_policy_store(settings, dynamodb_client),
-        extra_routers=extra_routers,
     )
     # The clients made (or given) here, for the SnapStart hooks (handler/snapstart.py) to close before a snapshot.
     app.state.aws_clients = tuple(client for client in (s3_client, dynamodb_client) if client is not None)

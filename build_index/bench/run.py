@@ -90,17 +90,22 @@ def embedded(index_dir: Path) -> Iterator[Any]:
 def in_process(app: Any, queries: Sequence[str]) -> Figures:
     from build_index.ops.serve import DEMO_USER
     from handler.policy.model import Principal
+    from handler.services.access import Caller
+    from handler.services.container import Services
 
-    finder = app.state.services.finder
+    services: Services = app.state.services
     principal = Principal(key_id="bench")
 
+    def caller() -> Caller:  # resolved per request, as a route does
+        return services.access.caller(principal, DEMO_USER, "default")
+
     def select(task: str) -> object:
-        return finder.select(principal, DEMO_USER, [task], None, "default", 5)
+        return services.finder.select(caller(), [task], None, 5)
 
     return {
         "select": timed(select, queries),
         "select_action": timed(select, action_tasks(queries)),
-        "bm25": timed(lambda q: finder.search(principal, DEMO_USER, q, "default", 5), queries),
+        "bm25": timed(lambda q: services.finder.search(caller(), q, 5), queries),
     }
 
 
@@ -270,18 +275,19 @@ def warm_variant(
     from build_index.bench.usage import warm_index
     from build_index.ops.serve import DEMO_USER
     from handler.policy.model import Principal
+    from handler.services.container import Services
 
     warm_dir, figures = warm_index(index_dir, size, embedder, model_dir, queries)
     principal = Principal(key_id="bench")
     try:
         with embedded(index_dir) as cold_app, embedded(warm_dir) as warm_app:
-            finders = {"cold": cold_app.state.services.finder, "warm": warm_app.state.services.finder}
+            apps: dict[str, Services] = {"cold": cold_app.state.services, "warm": warm_app.state.services}
             samples: dict[str, list[float]] = {"cold": [], "warm": []}
             tasks = action_tasks(queries)
             for number, task in enumerate(tasks):
-                for name, finder in finders.items():
+                for name, services in apps.items():
                     started = time.perf_counter()
-                    finder.select(principal, DEMO_USER, [task], None, "default", 5)
+                    services.finder.select(services.access.caller(principal, DEMO_USER, "default"), [task], None, 5)
                     if number >= 20:  # the first ones warm the caches
                         samples[name].append(1000 * (time.perf_counter() - started))
     finally:

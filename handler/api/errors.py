@@ -17,18 +17,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from handler.api.schemas import ErrorBody, FieldError
-from handler.errors import (
-    IndexUnavailableError,
-    IntegrityError,
-    ModelMissingError,
-    PolicyUnavailableError,
-    RequestError,
-    ToolrecError,
-    caller_message,
-)
+from handler.errors import ToolrecError
 
 log = logging.getLogger(__name__)
-_UNAVAILABLE = (IndexUnavailableError, IntegrityError, ModelMissingError, PolicyUnavailableError)
 _NAMES_BY_STATUS = {
     400: "validation_error",
     401: "unauthorized",
@@ -82,18 +73,14 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _toolrec(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, RequestError):
-        # Errors that name fields (execute's input check) carry `field_errors`: objects with field and message.
-        problems = getattr(exc, "field_errors", None)
-        fields = [FieldError(field=p.field, message=p.message) for p in problems] if problems else None
-        return error_response(exc.status, exc.name, str(exc), fields)
-    # The detail (paths, buckets, a parser's position) goes to the log only: callers get caller_message.
-    if isinstance(exc, _UNAVAILABLE):
+    assert isinstance(exc, ToolrecError)
+    # The detail (paths, buckets, a parser's position) goes to the log only: callers get `public`.
+    if exc.status == HTTPStatus.SERVICE_UNAVAILABLE:
         log.warning("service unavailable: %s", exc)
-        return error_response(503, "service_unavailable", caller_message(exc))
-    log.error("unmapped toolrec error", exc_info=exc)
-    message = caller_message(exc) if isinstance(exc, ToolrecError) else "an unexpected error occurred"
-    return error_response(500, "internal_error", message)
+    elif exc.status >= HTTPStatus.INTERNAL_SERVER_ERROR:
+        log.error("toolrec error", exc_info=exc)
+    fields = [FieldError(field=p.field, message=p.message) for p in exc.field_errors] or None
+    return error_response(exc.status, exc.name, exc.public, fields)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -10,7 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from handler.catalog.tool import Tool
 from handler.services.apps import MAX_PENDING_LISTED
+from handler.services.execution import Execution
 
 MAX_TASKS = 16
 MAX_TASK_CHARS = 1_000
@@ -21,7 +23,7 @@ SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
 APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
 # A Lambda answer holds at most 6 MB: a page of 1,000 tools is ~1 MB at the arcade catalog's ~1 KB a tool.
 PROVIDER_TOOLS_LIMIT_DEFAULT, PROVIDER_TOOLS_LIMIT_MAX = 500, 1000
-MAX_ID_CHARS = 256  # user, gateway, tool and query ids; the MCP user header too (routes/mcp.py)
+MAX_ID_CHARS = 256  # user, gateway, tool and query ids; the MCP user header too (handler/mcp/route.py)
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TASK_CHARS)]
 Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ID_CHARS)]
@@ -71,6 +73,10 @@ class ToolSuggestion(BaseModel):
     tool_name: str = Field(description="App.ToolName, exactly as the agent calls it")
     description: str
     input_schema: dict[str, Any] = Field(description="JSON Schema of the tool's input")
+
+    @classmethod
+    def of(cls, tool: Tool) -> ToolSuggestion:
+        return cls(tool_name=tool.name, description=tool.description, input_schema=tool.input_schema)
 
 
 class TaskSuggestions(BaseModel):
@@ -158,6 +164,21 @@ class ExecuteResponse(BaseModel):
     output: Any = Field(default=None, description="the tool's output, when success")
     error: ExecutionErrorBody | None = Field(default=None, description="why it failed, when not success")
     duration_ms: float = Field(description="time spent in the executor")
+
+    @classmethod
+    def of(cls, execution: Execution) -> ExecuteResponse:
+        error = None
+        if not execution.success:
+            name, message = execution.error_name or "execution_failed", execution.error_message or ""
+            error = ExecutionErrorBody(name=name, message=message)
+        return cls(
+            execution_id=execution.execution_id,
+            tool_name=execution.tool_name,
+            success=execution.success,
+            output=execution.output,
+            error=error,
+            duration_ms=execution.duration_ms,
+        )
 
 
 # Model providers' tool search (PRODUCT.md §7): the shapes their APIs read, field for field (handler/providers/).

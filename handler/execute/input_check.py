@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from handler.catalog.json_limits import MAX_INPUT_DEPTH, json_problem, printable, schema_problems
+from handler.errors import FieldProblem
 from handler.execute.bounded_patterns import (
     PATTERN_BUDGET_S,
     PatternTooSlowError,
@@ -24,12 +24,6 @@ if TYPE_CHECKING:
 
 MAX_FIELD_ERRORS = 20
 _MAX_MESSAGE_CHARS = 300
-
-
-@dataclass(frozen=True)
-class FieldProblem:
-    field: str
-    message: str
 
 
 def input_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[FieldProblem]:

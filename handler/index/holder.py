@@ -77,7 +77,8 @@ class IndexHolder:
         snapshot = self._current
         if snapshot is None:
             # Callers (and /healthz, which needs no key) learn what is wrong, not where: the log has the detail.
-            raise IndexUnavailableError(self._reason or "no tool index is loaded yet")
+            reason = self._reason or "no tool index is loaded yet"
+            raise IndexUnavailableError(reason, public=reason)
         return snapshot
 
     def expire(self) -> None:

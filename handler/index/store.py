@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from handler.catalog.names import ToolNames
-from handler.catalog.names import ToolNames
 from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
 from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
 from handler.index.load import Index, load_build, load_tool_records

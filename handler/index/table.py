@@ -10,15 +10,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
 from handler.catalog.tool import Tool
 from handler.index.records import ToolRecords
 from handler.policy.model import ALL_TOOLS
-
-BoolArray = npt.NDArray[np.bool_]
-IndexArray = npt.NDArray[np.intp]
+from handler.ranking.arrays import BoolArray, IndexArray
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from handler.inference.model_files import ModelSpec, read_spec
+from handler.ranking.arrays import FloatArray
 from handler.ranking.text import normalize
-
-FloatArray = npt.NDArray[np.float32]
 
 
 class OnnxEmbedder:

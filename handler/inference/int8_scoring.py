@@ -16,11 +16,9 @@ from __future__ import annotations
 import base64
 
 import numpy as np
-import numpy.typing as npt
 
+from handler.ranking.arrays import FloatArray
 from handler.ranking.dense import QuantizedVectors
-
-FloatArray = npt.NDArray[np.float32]
 
 QUERY_LEVELS = 63
 QUERY_SHIFT = 64

@@ -19,22 +19,23 @@ import anyio.to_thread
 import mcp_types as types
 import numpy as np
 
+from handler.api.schemas import AppsResponse, AppSummary, ExecuteResponse, ToolSuggestion
 from handler.catalog.names import listed_name
 from handler.catalog.tool import Tool
 from handler.errors import (
+    AuthorizationRequiredError,
     IndexUnavailableError,
-    RequestError,
+    InputInvalidError,
     ServiceUnavailableError,
     ToolrecError,
-    caller_message,
 )
 from handler.index.load import Index
 from handler.mcp import meta_tools
 from handler.mcp.meta_tools import LIST_APPS, SELECT, USE
 from handler.policy.model import Gateway, Principal
-from handler.services.access import Pins, count
+from handler.services.access import Caller, Pins, count
 from handler.services.container import Services
-from handler.services.execution import AuthorizationRequiredError, Execution, InputInvalidError
+from handler.services.execution import Execution
 
 log = logging.getLogger(__name__)
 AUTO_THRESHOLD = 25  # a static list is cheaper than a lookup below roughly 25 tools (PRODUCT.md §3)
@@ -62,15 +63,18 @@ def text_result(structured: dict[str, Any], is_error: bool = False) -> types.Cal
 
 @dataclass
 class GatewayHost:
-    """Implements ``jsonrpc.ToolHost`` for one request: (API key, gateway, user) are fixed for its lifetime."""
+    """Implements ``jsonrpc.ToolHost`` for one request: its caller (key, user, gateway) is fixed for its lifetime."""
 
     services: Services
-    principal: Principal
-    gateway: Gateway
-    user_id: str
+    caller: Caller
     index: Index | None  # None while no index is loaded: the meta-tools still answer ("unavailable")
     recommending: bool
     pinned: tuple[int, ...] = ()  # the gateway's pins this build holds, in order (the user's rules not yet applied)
+
+    @property
+    def gateway(self) -> Gateway:
+        assert self.caller.gateway is not None  # an MCP request always names its gateway (open_host)
+        return self.caller.gateway
 
     @property
     def namespace(self) -> str:
@@ -91,14 +95,15 @@ class GatewayHost:
 
     def _usable_tools(self) -> list[Tool]:
         if self.index is None:
-            raise ServiceUnavailableError("no tool index is loaded yet; retry shortly")
-        mask = self.services.access.allowed_mask(self.index.table, self.user_id, self.gateway)
+            message = "no tool index is loaded yet; retry shortly"
+            raise ServiceUnavailableError(message, public=message)
+        mask = self.services.access.allowed_mask(self.index.table, self.caller.user_id, self.gateway)
         return [self.index.table.tools[i] for i in np.flatnonzero(mask).tolist()]
 
     def _usable_pins(self) -> list[Tool]:
         assert self.index is not None  # pins are resolved against a loaded build only
         table = self.index.table
-        return [table.tools[i] for i in self.services.access.listed_pins(table, self.user_id, self.gateway)]
+        return [table.tools[i] for i in self.services.access.listed_pins(table, self.caller.user_id, self.gateway)]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         meta = meta_tools.meta_tool_of(self.namespace, name)
@@ -121,16 +126,9 @@ class GatewayHost:
         return text_result(await anyio.to_thread.run_sync(self._selection, parsed.tasks, parsed.context))
 
     def _selection(self, tasks: list[str], context: str | None) -> dict[str, Any]:
-        finder = self.services.finder
         try:
-            selection = finder.select(
-                self.principal,
-                self.user_id,
-                tasks,
-                context,
-                self.gateway.gateway_id,
-                meta_tools.TOOLS_PER_TASK,
-                isolate_failures=True,
+            selection = self.services.finder.select(
+                self.caller, tasks, context, meta_tools.TOOLS_PER_TASK, isolate_failures=True
             )
         except ServiceUnavailableError:
             # No index loaded (or policy unreadable): no lookup completed, so every task is `unavailable`.
@@ -140,10 +138,7 @@ class GatewayHost:
         for result in selection.results:
             entry: dict[str, Any] = {
                 "task": result.task,
-                "tools": [
-                    {"tool_name": t.name, "description": t.description, "input_schema": t.input_schema}
-                    for t in result.tools
-                ],
+                "tools": [ToolSuggestion.of(t).model_dump() for t in result.tools],
             }
             if not result.tools:
                 entry["empty_reason"] = "unavailable" if result.unavailable else "no_match"
@@ -161,55 +156,26 @@ class GatewayHost:
         self, tool_name: str, inputs: Mapping[str, Any], query_id: str | None, *, direct: bool
     ) -> types.CallToolResult:
         try:
-            execution = await self.services.execution.execute(self.user_id, tool_name, inputs, query_id, self.gateway)
+            execution = await self.services.execution.execute(self.caller, tool_name, inputs, query_id)
         except ToolrecError as exc:
             return refusal(exc)
         return execution_result(execution, direct=direct)
 
     async def _list_apps(self, arguments: Mapping[str, Any]) -> types.CallToolResult:
-        limit, offset = arguments.get("limit", 50), arguments.get("offset", 0)
-        if not _is_integer(limit) or not _is_integer(offset) or not 1 <= limit <= 200 or offset < 0:
-            return refusal(_invalid("limit must be 1..200 and offset 0 or more"))
-        page = await anyio.to_thread.run_sync(
-            self.services.apps.list_apps, self.principal, self.user_id, limit, offset, self.gateway.gateway_id
-        )
-        apps = [
-            {
-                "app_id": a.app_id,
-                "name": a.name,
-                "description": a.description,
-                "connected": a.connected,
-                "account": a.account,
-                "permissions": list(a.permissions),
-                "authorize_url": a.authorize_url,
-                "tool_count": a.tool_count,
-                "needs_authorization": [
-                    {"tool_name": p.tool_name, "app_id": p.app_id, "missing_scopes": list(p.missing_scopes)}
-                    for p in a.needs_authorization
-                ],
-                "needs_authorization_count": a.needs_authorization_count,
-            }
-            for a in page.apps
-        ]
-        return text_result({"apps": apps, "total": page.total, "limit": limit, "offset": offset})
-
-
-def _is_integer(value: Any) -> bool:
-    # bool is an int subclass: `"limit": true` is not a page size of 1 (issue 15; REST refuses it too).
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _invalid(message: str) -> InputInvalidError:
-    return InputInvalidError(message, [])
+        try:
+            parsed = meta_tools.parse_arguments(meta_tools.ListAppsArguments, arguments, LIST_APPS)
+        except InputInvalidError as exc:
+            return refusal(exc)
+        limit, offset = parsed.limit, parsed.offset
+        page = await anyio.to_thread.run_sync(self.services.apps.list_apps, self.caller, limit, offset)
+        apps = [AppSummary.model_validate(app, from_attributes=True) for app in page.apps]
+        return text_result(AppsResponse(apps=apps, total=page.total, limit=limit, offset=offset).model_dump())
 
 
 def refusal(exc: ToolrecError) -> types.CallToolResult:
     """A call that did not run, as a tool error the model can act on (the REST error body, as structured data)."""
-    name = exc.name if isinstance(exc, RequestError) else "service_unavailable"
-    if isinstance(exc, RequestError) and exc.status == 404:
-        name = "not_found"
-    error: dict[str, Any] = {"name": name, "message": caller_message(exc)}
-    if isinstance(exc, InputInvalidError) and exc.field_errors:
+    error: dict[str, Any] = {"name": exc.name, "message": exc.public}
+    if exc.field_errors:
         error["field_errors"] = [{"field": p.field, "message": p.message} for p in exc.field_errors]
     if isinstance(exc, AuthorizationRequiredError):
         error.update(app_id=exc.app_id, authorize_url=exc.authorize_url, missing_scopes=list(exc.missing_scopes))
@@ -217,17 +183,11 @@ def refusal(exc: ToolrecError) -> types.CallToolResult:
 
 
 def execution_result(execution: Execution, *, direct: bool) -> types.CallToolResult:
+    response = ExecuteResponse.of(execution).model_dump()
     if not execution.success:
-        error = {"name": execution.error_name, "message": execution.error_message}
-        structured: dict[str, Any] = {"execution_id": execution.execution_id, "tool_name": execution.tool_name}
-        return text_result({**structured, "success": False, "error": error}, is_error=True)
-    envelope: dict[str, Any] = {
-        "execution_id": execution.execution_id,
-        "tool_name": execution.tool_name,
-        "success": True,
-        "output": execution.output,
-        "duration_ms": execution.duration_ms,
-    }
+        failure = {key: response[key] for key in ("execution_id", "tool_name", "success", "error")}
+        return text_result(failure, is_error=True)
+    envelope = {key: value for key, value in response.items() if key != "error"}
     if execution.content is not None:
         return native_result(execution.content, envelope, direct=direct)
     if direct:
@@ -249,8 +209,10 @@ def native_result(blocks: tuple[Any, ...], envelope: dict[str, Any], *, direct: 
 
 
 def open_host(services: Services, principal: Principal, gateway_id: str, user_id: str) -> GatewayHost:
-    """Resolve the gateway for this key (404/403 as in REST) and decide the mode; blocking (policy reads)."""
-    gateway = services.access.gateway_for(principal, gateway_id)
+    """Resolve the caller (the gateway for this key: 404/403 as in REST) and decide the mode; blocking (policy
+    reads)."""
+    caller = services.access.caller(principal, user_id, gateway_id)
+    gateway = caller.gateway
     assert gateway is not None  # gateway_for returns a gateway whenever one is named
     try:
         index: Index | None = services.holder.current()
@@ -258,14 +220,13 @@ def open_host(services: Services, principal: Principal, gateway_id: str, user_id
         index = None
     if index is None:
         # Without an index `auto` cannot count; the meta-tools are the listing that needs none.
-        recommending = gateway.recommendation != "off"
-        return GatewayHost(services, principal, gateway, user_id, index, recommending)
+        return GatewayHost(services, caller, index, recommending=gateway.recommendation != "off")
     in_gateway = index.table.mask(gateway.allowed)
     pins = Pins.of(index.table, gateway.pinned, in_gateway)
     if pins.missing or pins.outside:
         _log_unlisted_pins(index.build_id, gateway.gateway_id, pins.missing, pins.outside)
     recommending = recommends(gateway.recommendation, count(in_gateway), len(pins.positions))
-    return GatewayHost(services, principal, gateway, user_id, index, recommending, pins.positions)
+    return GatewayHost(services, caller, index, recommending, pins.positions)
 
 
 @lru_cache(maxsize=256)  # once per build and gateway configuration, not on every request of a warm instance

@@ -11,7 +11,6 @@ instance can answer any request.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 from dataclasses import dataclass
@@ -22,7 +21,8 @@ from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 
-from handler.errors import ToolrecError, caller_message
+import handler
+from handler.errors import ToolrecError
 
 logger = logging.getLogger(__name__)
 
@@ -138,13 +138,6 @@ def _field_errors(exc: ValidationError) -> list[dict[str, str]]:
     return [{"field": ".".join(str(p) for p in err["loc"]), "message": err["msg"]} for err in exc.errors()]
 
 
-def _server_version() -> str:
-    try:
-        return importlib.metadata.version("toolrec")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
-
-
 def _dump(result: types.Result) -> dict[str, Any]:
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
@@ -153,7 +146,7 @@ async def _initialize(request: Any, version: str, host: ToolHost) -> dict[str, A
     result = types.InitializeResult(
         protocol_version=version,
         capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
-        server_info=types.Implementation(name=SERVER_NAME, version=_server_version()),
+        server_info=types.Implementation(name=SERVER_NAME, version=handler.version()),
         instructions=host.instructions,
     )
     return _dump(result)
@@ -168,7 +161,7 @@ async def _list_tools(request: Any, version: str, host: ToolHost) -> dict[str, A
         tools = await host.list_tools()
     except ToolrecError as exc:
         logger.warning("tools/list failed: %s", exc)
-        raise _RpcError(types.INTERNAL_ERROR, caller_message(exc)) from exc
+        raise _RpcError(types.INTERNAL_ERROR, exc.public) from exc
     # No cursor: the list is either the three meta-tools or a gateway's own (small, by the `auto` rule) list.
     return _dump(types.ListToolsResult(tools=tools))
 
@@ -180,7 +173,7 @@ async def _call_tool(request: Any, version: str, host: ToolHost) -> dict[str, An
     except ToolrecError as exc:
         # A failing tool is a result the model can read and act on, never a protocol error (PRODUCT.md §3).
         logger.warning("tools/call %s failed: %s", params.name, exc)
-        result = error_result(caller_message(exc))
+        result = error_result(exc.public)
     except Exception:
         logger.exception("tools/call %s failed", params.name)
         result = error_result("an internal error stopped this call; the operator will find it in toolrec's logs")
@@ -193,8 +186,8 @@ async def _call_tool(request: Any, version: str, host: ToolHost) -> dict[str, An
         )
 
 
-def error_result(message: str, structured: dict[str, Any] | None = None) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=message)], structured_content=structured, is_error=True)
+def error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
 _HANDLED = {"initialize": _initialize, "ping": _ping, "tools/list": _list_tools, "tools/call": _call_tool}

@@ -1,28 +1,36 @@
 """The meta-tools a gateway lists when recommendation is on, with descriptions that teach the two-step flow.
 
 The list never changes with the catalog, so a client's prompt cache survives catalog growth (PRODUCT.md intro).
-The descriptions are the only instructions many clients pass to the model, so they say what to call next.
+The descriptions are the only instructions many clients pass to the model, so they say what to call next. Each
+meta-tool's arguments are one pydantic model, under REST's limits (handler/api/schemas.py): the model validates a
+call and gives the input_schema listed, so what is advertised is what is enforced (as the MCP SDK's func_metadata).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, get_args
+from typing import Annotated, Any, TypeVar
 
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from handler.api.errors import field_errors
-from handler.api.schemas import MAX_CONTEXT_CHARS, MAX_TASK_CHARS, MAX_TASKS, Identifier, Text
-from handler.execute.input_check import FieldProblem
-from handler.services.execution import InputInvalidError
+from handler.api.schemas import (
+    APPS_LIMIT_DEFAULT,
+    APPS_LIMIT_MAX,
+    MAX_CONTEXT_CHARS,
+    MAX_TASKS,
+    Identifier,
+    Text,
+)
+from handler.errors import FieldProblem, InputInvalidError
 
 SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
 TOOLS_PER_TASK = 5
 # Added to the instructions of a gateway that pins tools (PRODUCT.md §7): those are listed and called as themselves.
 PINNED_INSTRUCTION = "The other tools listed here are always available: call them directly."
-# The limits are defined once, for REST and MCP, in handler/api/schemas.py (issue 15 item 7).
-ID_MAX_CHARS: int = get_args(Identifier)[1].max_length  # REST's limit on tool names and query ids
+# Strict: JSON `true` is not a page size of 1, nor "5" a 5 (issue 15; REST's query parameters refuse them too).
+_Page = Annotated[int, Field(strict=True)]
 
 
 class _Arguments(BaseModel):
@@ -30,18 +38,25 @@ class _Arguments(BaseModel):
 
 
 class SelectArguments(_Arguments):
-    """SelectTools' arguments, under REST select's limits (the same types and numbers: issue 15 item 7)."""
-
-    tasks: list[Text] = Field(min_length=1, max_length=MAX_TASKS)
-    context: str | None = Field(default=None, max_length=MAX_CONTEXT_CHARS)
+    tasks: list[Text] = Field(
+        min_length=1, max_length=MAX_TASKS, description="one short description per separate action"
+    )
+    context: str | None = Field(
+        default=None,
+        max_length=MAX_CONTEXT_CHARS,
+        description="optional: what the user is working on, to help pick between similar tools",
+    )
 
 
 class UseArguments(_Arguments):
-    """UseTool's arguments, under REST execute's limits."""
+    tool_name: Identifier = Field(description="e.g. Slack.SendMessage")
+    inputs: dict[str, Any] = Field(default_factory=dict, description="the tool's arguments, per its input_schema")
+    query_id: Identifier | None = Field(default=None, description=f"the query_id returned by {SELECT}")
 
-    tool_name: Identifier
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    query_id: Identifier | None = None
+
+class ListAppsArguments(_Arguments):
+    limit: _Page = Field(default=APPS_LIMIT_DEFAULT, ge=1, le=APPS_LIMIT_MAX)
+    offset: _Page = Field(default=0, ge=0)
 
 
 Arguments = TypeVar("Arguments", bound=_Arguments)
@@ -55,6 +70,28 @@ def parse_arguments(model: type[Arguments], arguments: Mapping[str, Any], meta_t
     except ValidationError as exc:
         problems = [FieldProblem(e.field, e.message) for e in field_errors(exc.errors())]
         raise InputInvalidError(f"the arguments of {meta_tool} do not match its input_schema", problems) from None
+
+
+def input_schema(model: type[_Arguments]) -> dict[str, Any]:
+    """The model's JSON Schema as clients read it best: no titles, and an optional field as its plain type (not
+    ``anyOf`` with null: omitting it is how a call leaves it out)."""
+    schema = model.model_json_schema()
+    properties = {}
+    for name, generated in schema["properties"].items():
+        spec = {key: value for key, value in generated.items() if key != "title"}
+        options = spec.pop("anyOf", None)
+        if options is not None:
+            spec = {**next(o for o in options if o.get("type") != "null"), **spec}
+            spec.pop("default", None)
+        if isinstance(spec.get("items"), dict):
+            spec["items"] = {key: value for key, value in spec["items"].items() if key != "title"}
+        properties[name] = spec
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": schema.get("required", []),
+        "additionalProperties": False,
+    }
 
 
 def mcp_name(namespace: str, meta_tool: str) -> str:
@@ -96,23 +133,7 @@ def meta_tools(namespace: str) -> list[types.Tool]:
                 "'no_match' (nothing you may use fits; rephrase or tell the user) or 'unavailable' (the lookup "
                 "failed; retrying may work)."
             ),
-            input_schema=_schema(
-                {
-                    "tasks": {
-                        "type": "array",
-                        "items": {"type": "string", "minLength": 1, "maxLength": MAX_TASK_CHARS},
-                        "minItems": 1,
-                        "maxItems": MAX_TASKS,
-                        "description": "one short description per separate action",
-                    },
-                    "context": {
-                        "type": "string",
-                        "maxLength": MAX_CONTEXT_CHARS,
-                        "description": "optional: what the user is working on, to help pick between similar tools",
-                    },
-                },
-                required=["tasks"],
-            ),
+            input_schema=input_schema(SelectArguments),
             annotations=types.ToolAnnotations(title="Find tools", read_only_hint=True, idempotent_hint=True),
         ),
         types.Tool(
@@ -124,23 +145,7 @@ def meta_tools(namespace: str) -> list[types.Tool]:
                 "inputs name each field to fix; 'authorization_required' names the app and where the user can "
                 "connect it (tell the user; do not retry until they have)."
             ),
-            input_schema=_schema(
-                {
-                    "tool_name": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": ID_MAX_CHARS,
-                        "description": "e.g. Slack.SendMessage",
-                    },
-                    "inputs": {"type": "object", "description": "the tool's arguments, per its input_schema"},
-                    "query_id": {
-                        "type": "string",
-                        "maxLength": ID_MAX_CHARS,
-                        "description": f"the query_id returned by {select}",
-                    },
-                },
-                required=["tool_name", "inputs"],
-            ),
+            input_schema=input_schema(UseArguments),
             annotations=types.ToolAnnotations(title="Run a tool", read_only_hint=False, open_world_hint=True),
         ),
         types.Tool(
@@ -150,17 +155,7 @@ def meta_tools(namespace: str) -> list[types.Tool]:
                 "connected (every tool runs without authorizing first), and which tools still need authorizing "
                 f"with the scopes they lack. Use it to tell the user what to authorize; not needed before {select}."
             ),
-            input_schema=_schema(
-                {
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
-                    "offset": {"type": "integer", "minimum": 0, "default": 0},
-                },
-                required=[],
-            ),
+            input_schema=input_schema(ListAppsArguments),
             annotations=types.ToolAnnotations(title="List apps", read_only_hint=True, idempotent_hint=True),
         ),
     ]
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float32]
+from handler.ranking.arrays import FloatArray
 
 
 @dataclass(frozen=True)

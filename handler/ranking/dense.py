@@ -12,7 +12,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float32]
+from handler.ranking.arrays import FloatArray
+
 Int8Array = npt.NDArray[np.int8]
 
 

@@ -14,10 +14,8 @@ z-score sum; the standout weight (0, 0.005, 0.01, 0.02) moves no set's gap close
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float32]
-BoolArray = npt.NDArray[np.bool_]
+from handler.ranking.arrays import BoolArray, FloatArray
 
 RANK_CONSTANT = 5
 STANDOUT_WEIGHT = 0.01  # one standard deviation is worth about a quarter of the gap between ranks 1 and 2

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float32]
+from handler.ranking.arrays import FloatArray
 
 
 class Embedder(Protocol):

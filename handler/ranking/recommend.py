@@ -6,9 +6,10 @@ receives (PRODUCT.md §5: C@5 at ``top_k`` 5, the no match applied).
 
 from __future__ import annotations
 
+from handler.ranking.arrays import BoolArray
 from handler.ranking.no_match import NO_MATCH_COSINE
 from handler.ranking.query import Embedder, embed_query, query_text
-from handler.ranking.retriever import BoolArray, Method, RankingIndex, Recommendation
+from handler.ranking.retriever import Method, RankingIndex, Recommendation
 
 
 def recommend(

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
-import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
+from handler.ranking.arrays import BoolArray, FloatArray
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.catalog_words import CatalogWords
 from handler.ranking.dense import DenseScorer
@@ -17,9 +17,6 @@ from handler.ranking.fusion import reciprocal_rank_fusion
 from handler.ranking.no_match import NO_MATCH_COSINE
 from handler.ranking.topk import top_k
 from handler.ranking.usage import UsageEvidence, companion_votes, with_past_tasks
-
-FloatArray = npt.NDArray[np.float32]
-BoolArray = npt.NDArray[np.bool_]
 
 
 class Method(StrEnum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-IndexArray = npt.NDArray[np.intp]
+from handler.ranking.arrays import IndexArray
 
 
 def top_k(scores: npt.NDArray[np.floating], k: int) -> IndexArray:

@@ -24,13 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from handler.ranking.arrays import BoolArray, FloatArray, IntArray
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import rank_votes
 from handler.ranking.topk import top_k
-
-FloatArray = npt.NDArray[np.float32]
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int32]
 
 PAST_TASK_FLOOR = 0.5  # below this cosine a tool's past tasks say nothing about the query
 PAST_TASK_SHARE = 0.9  # a past task's cosine counts a little less than the tool's own text

@@ -1,7 +1,9 @@
-"""Who may see which tools: the gateway (what a request may consider) and the user's access rules.
+"""Who a request acts for, and which tools they may see: the gateway (what a request may consider) and the
+user's access rules.
 
-Both become one boolean mask over the index, handed to ``RankingIndex.rank`` so filtering happens before
-top-k: a disallowed tool never appears and never takes a slot. REST, MCP and execute all ask here.
+A request's ``Caller`` is resolved once, here, by REST and MCP alike. Gateway and rules become one boolean mask
+over the index, handed to ``RankingIndex.rank`` so filtering happens before top-k: a disallowed tool never
+appears and never takes a slot. Select, search, apps and execute all ask here.
 """
 
 from __future__ import annotations
@@ -12,14 +14,34 @@ from dataclasses import dataclass
 import numpy as np
 
 from handler.errors import ForbiddenError, NotFoundError
-from handler.index.table import BoolArray, ToolTable
+from handler.index.table import ToolTable
 from handler.policy.model import Gateway, Principal
 from handler.policy.store import PolicyStore
+from handler.ranking.arrays import BoolArray
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who one request acts for: the API key's principal, the end user, and the gateway it runs under (None: every
+    tool the user may use, for a key not limited to a gateway that names none)."""
+
+    principal: Principal
+    user_id: str
+    gateway: Gateway | None
+
+    @property
+    def gateway_id(self) -> str | None:
+        return None if self.gateway is None else self.gateway.gateway_id
 
 
 class AccessPolicy:
     def __init__(self, store: PolicyStore) -> None:
         self.store = store
+
+    def caller(self, principal: Principal, user_id: str, gateway_id: str | None = None) -> Caller:
+        """The request's Caller: the gateway it names (or its key is limited to) looked up, 403/404 otherwise."""
+        gateway = self.gateway_for(principal, gateway_id.strip() if gateway_id is not None else None)
+        return Caller(principal, user_id.strip(), gateway)
 
     def gateway_for(self, principal: Principal, gateway_id: str | None) -> Gateway | None:
         """The gateway a request runs under: the one it names, or the one its API key is limited to."""
@@ -47,10 +69,6 @@ class AccessPolicy:
         if gateway is not None:
             mask &= table.mask(gateway.allowed)
         return mask
-
-    def may_use(self, table: ToolTable, user_id: str, gateway: Gateway | None, tool_name: str) -> bool:
-        index = table.position(tool_name)
-        return index is not None and bool(self.allowed_mask(table, user_id, gateway)[index])
 
     def listed_pins(self, table: ToolTable, user_id: str, gateway: Gateway) -> list[int]:
         """The gateway's pinned tools this user may use, in the gateway's order. The mask that decides whether a

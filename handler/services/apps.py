@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handler.errors import IndexUnavailableError, ServiceUnavailableError
 from handler.index.holder import IndexHolder
-from handler.index.table import BoolArray, ToolTable
+from handler.index.table import ToolTable
 from handler.policy.authorization import Grants
-from handler.policy.model import Connection, Principal
-from handler.services.access import AccessPolicy
+from handler.policy.model import Connection
+from handler.ranking.arrays import BoolArray
+from handler.services.access import AccessPolicy, Caller
 
 # Bounds the answer: an unconnected app of a large catalog would list every one of its tools.
 MAX_PENDING_LISTED = 50
@@ -57,24 +57,18 @@ class AppDirectory:
         self.holder = holder
         self.access = access
 
-    def list_apps(
-        self, principal: Principal, user_id: str, limit: int, offset: int, gateway_id: str | None = None
-    ) -> AppPage:
-        """The apps of the tools the user may use, restricted to the gateway's tools when one is named (MCP
-        ListApps) or the API key is limited to one (PRODUCT.md §3)."""
-        try:
-            index = self.holder.current()
-        except IndexUnavailableError as exc:
-            raise ServiceUnavailableError(str(exc)) from exc
-        gateway = self.access.gateway_for(principal, gateway_id)
-        mask = self.access.allowed_mask(index.table, user_id, gateway)
+    def list_apps(self, caller: Caller, limit: int, offset: int) -> AppPage:
+        """The apps of the tools the user may use, restricted to the caller's gateway when it has one (MCP
+        ListApps, or an API key limited to one: PRODUCT.md §3)."""
+        index = self.holder.current()
+        mask = self.access.allowed_mask(index.table, caller.user_id, caller.gateway)
         table = index.table
         # Vectorized over the catalog (a Python loop over 10k allowed tools took ~10 ms a request).
         tool_counts = np.bincount(table.app_codes[mask], minlength=len(table.app_names))
         present = np.flatnonzero(tool_counts).tolist()
         page = present[offset : offset + limit]  # app codes; app_names is sorted
         counts = dict(zip(page, tool_counts[page].tolist(), strict=True))
-        return AppPage(self._entries(table, mask, counts, user_id), len(present))
+        return AppPage(self._entries(table, mask, counts, caller.user_id), len(present))
 
     def _entries(self, table: ToolTable, mask: BoolArray, counts: dict[int, int], user_id: str) -> tuple[AppEntry, ...]:
         if not counts:

@@ -19,45 +19,15 @@ import anyio.to_thread
 
 from handler.catalog.json_limits import MAX_OUTPUT_DEPTH, json_problem, printable
 from handler.catalog.tool import Tool
-from handler.errors import (
-    IndexUnavailableError,
-    NotFoundError,
-    PolicyUnavailableError,
-    RequestError,
-    ServiceUnavailableError,
-)
+from handler.errors import AuthorizationRequiredError, InputInvalidError, NotFoundError, PolicyUnavailableError
 from handler.execute.base import ContentOutput, Dispatcher, ExecutionError, OutputUnreturnableError, ToolCall
-from handler.execute.input_check import FieldProblem, input_problems
+from handler.execute.input_check import input_problems
 from handler.index.holder import IndexHolder
 from handler.policy.authorization import authorization_app, missing_authorization
-from handler.policy.model import ExecutionRecord, Gateway
-from handler.services.access import AccessPolicy
+from handler.policy.model import ExecutionRecord
+from handler.services.access import AccessPolicy, Caller
 
 log = logging.getLogger(__name__)
-
-
-class InputInvalidError(RequestError):
-    """The input does not match the tool's input_schema; ``field_errors`` names each field."""
-
-    name = "validation_error"
-    status = 400
-
-    def __init__(self, message: str, field_errors: list[FieldProblem]) -> None:
-        super().__init__(message)
-        self.field_errors = field_errors
-
-
-class AuthorizationRequiredError(RequestError):
-    """The tool needs an app connection (or scopes) the user has not granted; nothing ran."""
-
-    name = "authorization_required"
-    status = 403
-
-    def __init__(self, message: str, app_id: str, authorize_url: str | None, missing_scopes: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.app_id = app_id
-        self.authorize_url = authorize_url
-        self.missing_scopes = missing_scopes
 
 
 @dataclass(frozen=True)
@@ -92,16 +62,12 @@ class ExecutionService:
         self._clock = clock
 
     async def execute(
-        self,
-        user_id: str,
-        tool_name: str,
-        arguments: Mapping[str, Any],
-        query_id: str | None = None,
-        gateway: Gateway | None = None,
+        self, caller: Caller, tool_name: str, arguments: Mapping[str, Any], query_id: str | None = None
     ) -> Execution:
-        """Run one call for ``user_id``; with ``gateway``, only tools that gateway allows are found."""
+        """Run one call for the caller's user; under a gateway, only tools that gateway allows are found."""
+        user_id = caller.user_id
         # Policy and index lookups block (file, DynamoDB): keep them off the event loop.
-        checked = await anyio.to_thread.run_sync(self._check, user_id, tool_name, arguments, query_id, gateway)
+        checked = await anyio.to_thread.run_sync(self._check, caller, tool_name, arguments, query_id)
         started = time.perf_counter()
         content = None
         try:
@@ -129,20 +95,10 @@ class ExecutionService:
         await anyio.to_thread.run_sync(self._record, query_id, checked.tool.name, user_id, outcome)
         return execution
 
-    def _check(
-        self,
-        user_id: str,
-        tool_name: str,
-        arguments: Mapping[str, Any],
-        query_id: str | None,
-        gateway: Gateway | None,
-    ) -> _Checked:
-        try:
-            index = self.holder.current()
-        except IndexUnavailableError as exc:
-            raise ServiceUnavailableError(str(exc)) from exc
+    def _check(self, caller: Caller, tool_name: str, arguments: Mapping[str, Any], query_id: str | None) -> _Checked:
+        index, user_id = self.holder.current(), caller.user_id
         position = index.table.position(tool_name)
-        if position is None or not self.access.allowed_mask(index.table, user_id, gateway)[position]:
+        if position is None or not self.access.allowed_mask(index.table, user_id, caller.gateway)[position]:
             # Unknown, outside the gateway or denied to this user: one answer, in the caller's own spelling,
             # so probing tells nobody which tools exist (issue 15 item 8).
             raise NotFoundError(f"no tool named {tool_name!r} that you may use")

@@ -17,16 +17,16 @@ import numpy as np
 
 from handler import observability
 from handler.catalog.tool import Tool
-from handler.errors import IndexUnavailableError, PolicyUnavailableError, ServiceUnavailableError
+from handler.errors import PolicyUnavailableError, ServiceUnavailableError
 from handler.index.holder import IndexHolder
 from handler.index.load import Index
-from handler.index.table import BoolArray
-from handler.policy.model import Principal, QueryRecord
+from handler.policy.model import QueryRecord
 from handler.policy.store import PolicyStore
+from handler.ranking.arrays import BoolArray
 from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend
 from handler.ranking.retriever import Method
-from handler.services.access import AccessPolicy
+from handler.services.access import AccessPolicy, Caller
 
 log = logging.getLogger(__name__)
 SECONDS_PER_DAY = 86_400
@@ -68,23 +68,12 @@ class ToolFinder:
         self.query_log_ttl_seconds = query_log_ttl_days * SECONDS_PER_DAY
         self._clock = clock
 
-    def _scope(self, principal: Principal, user_id: str, gateway_id: str | None) -> tuple[Index, BoolArray]:
-        try:
-            index = self.holder.current()
-        except IndexUnavailableError as exc:
-            raise ServiceUnavailableError(str(exc)) from exc
-        gateway = self.access.gateway_for(principal, gateway_id)
-        return index, self.access.allowed_mask(index.table, user_id, gateway)
+    def _scope(self, caller: Caller) -> tuple[Index, BoolArray]:
+        index = self.holder.current()
+        return index, self.access.allowed_mask(index.table, caller.user_id, caller.gateway)
 
     def select(
-        self,
-        principal: Principal,
-        user_id: str,
-        tasks: Sequence[str],
-        context: str | None,
-        gateway_id: str | None,
-        top_k: int,
-        isolate_failures: bool = False,
+        self, caller: Caller, tasks: Sequence[str], context: str | None, top_k: int, isolate_failures: bool = False
     ) -> Selection:
         """Up to ``top_k`` tools per task, best first, among the tools the user may use under the gateway.
 
@@ -92,7 +81,7 @@ class ToolFinder:
         instead of failing the others (PRODUCT.md §3).
         """
         started = time.perf_counter()
-        index, allowed = self._scope(principal, user_id, gateway_id)
+        index, allowed = self._scope(caller)
         results = []
         for task in tasks:
             try:
@@ -102,37 +91,36 @@ class ToolFinder:
                 if isolate_failures:
                     results.append(TaskResult(task, (), unavailable=True))
                     continue
-                raise ServiceUnavailableError("the tool lookup failed; retry the request") from exc
+                message = "the tool lookup failed; retry the request"
+                raise ServiceUnavailableError(message, public=message) from exc
             tools = tuple(index.tools[h.index] for h in found.hits)  # none: the calibrated no match
             results.append(TaskResult(task, tools))
         selection = Selection(str(uuid.uuid4()), tuple(results))
-        observability.bind(query_id=selection.query_id, gateway_id=gateway_id or principal.gateway_id)
+        observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
         no_match = sum(1 for r in results if not r.tools and not r.unavailable)
         observability.record_select(1000 * (time.perf_counter() - started), len(results), no_match)
-        self._log_query(selection, user_id, gateway_id or principal.gateway_id)
+        self._log_query(selection, caller)
         return selection
 
-    def search(
-        self, principal: Principal, user_id: str, query: str, gateway_id: str | None, top_k: int
-    ) -> tuple[Tool, ...]:
+    def search(self, caller: Caller, query: str, top_k: int) -> tuple[Tool, ...]:
         """Tools ranked by keyword match alone (BM25): only tools sharing a word with the query."""
-        index, allowed = self._scope(principal, user_id, gateway_id)
+        index, allowed = self._scope(caller)
         hits = index.ranking.rank(query, None, top_k, allowed, Method.BM25)
         return tuple(index.tools[h.index] for h in hits)
 
-    def usable(self, principal: Principal, user_id: str, gateway_id: str | None, offset: int, limit: int) -> UsablePage:
+    def usable(self, caller: Caller, offset: int, limit: int) -> UsablePage:
         """A page of the tools the user may use under the gateway, in catalog order (what a provider defers)."""
-        index, allowed = self._scope(principal, user_id, gateway_id)
+        index, allowed = self._scope(caller)
         positions = np.flatnonzero(allowed)
         page = positions[offset : offset + limit].tolist()  # only the page's records are read
         return UsablePage(tuple(index.tools[i] for i in page), int(positions.size))
 
-    def _log_query(self, selection: Selection, user_id: str, gateway_id: str | None) -> None:
+    def _log_query(self, selection: Selection, caller: Caller) -> None:
         now = self._clock()
         record = QueryRecord(
             query_id=selection.query_id,
-            user_id=user_id,
-            gateway_id=gateway_id,
+            user_id=caller.user_id,
+            gateway_id=caller.gateway_id,
             tasks=tuple(r.task for r in selection.results),
             recommended=tuple(tuple(t.name for t in r.tools) for r in selection.results),
             created_at=datetime.fromtimestamp(now, UTC),

@@ -165,8 +165,8 @@ def test_turned_off_a_warm_index_ranks_exactly_as_a_cold_one(
     cold = load(cold_root, embedder)
     differs = 0
     for task, _ in rows:
-        assert top(off.current().loaded, embedder, task, 10) == top(cold, embedder, task, 10)
-        differs += top(on.current().loaded, embedder, task, 10) != top(cold, embedder, task, 10)
+        assert top(off.current(), embedder, task, 10) == top(cold, embedder, task, 10)
+        differs += top(on.current(), embedder, task, 10) != top(cold, embedder, task, 10)
     assert differs > 0  # the switch is what made the difference
 
 

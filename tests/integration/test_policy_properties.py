@@ -172,15 +172,15 @@ def test_select_and_search_only_return_allowed_tools(
     finder = ToolFinder(holder, embedder, AccessPolicy(store), store)
     allowed = expected_allowed(gateway, rule_list)
     gateway_id = gateway.gateway_id if gateway else None
-    principal = Principal(key_id="k")
+    caller = AccessPolicy(store).caller(Principal(key_id="k"), USER, gateway_id)
 
-    selection = finder.select(principal, USER, [task], None, gateway_id, top_k)
+    selection = finder.select(caller, [task], None, top_k)
     selected = [t.name for t in selection.results[0].tools]
     assert set(selected) <= allowed
     index = holder.current().ranking
     assert len(selected) == full_answer_size(index, embedder, task, allowed, top_k)  # no slot lost to a filtered tool
 
-    found = [t.name for t in finder.search(principal, USER, task, gateway_id, top_k)]
+    found = [t.name for t in finder.search(caller, task, top_k)]
     scores = index.bm25.score(index.analyzer(task))
     ranked = sorted(
         (i for i, name in enumerate(TOOL_NAMES) if name in allowed and scores[i] > 0), key=lambda i: (-scores[i], i)

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from handler.api.schemas import MAX_CONTEXT_CHARS, MAX_TASK_CHARS, MAX_TASKS
+from handler.api.schemas import MAX_ID_CHARS as ID_MAX_CHARS
 from handler.composition import build_app
-from handler.mcp.meta_tools import ID_MAX_CHARS
 from handler.policy.file_store import PolicyDocument, write_document
 from handler.policy.keys import hash_key
 from handler.policy.model import ApiKeyRecord, Gateway

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
-from handler.api.routes.mcp import USER_HEADER
+from handler.mcp.route import USER_HEADER
 
 WEATHER_TASK, SUM_TASK = "get the weather forecast for Oslo", "add two numbers together"
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from handler.api.auth import PrincipalDep, ServicesDep
-from handler.api.schemas import APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX, AppsResponse, AppSummary, PendingTool
+from handler.api.schemas import APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX, AppsResponse, AppSummary
 
 router = APIRouter(prefix="/v1", tags=["apps"])
 
@@ -20,23 +20,6 @@ def list_apps(
     limit: Annotated[int, Query(ge=1, le=APPS_LIMIT_MAX)] = APPS_LIMIT_DEFAULT,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> AppsResponse:
-    page = services.apps.list_apps(principal, user_id.strip(), limit, offset)
-    apps = [
-        AppSummary(
-            app_id=a.app_id,
-            name=a.name,
-            description=a.description,
-            tool_count=a.tool_count,
-            connected=a.connected,
-            account=a.account,
-            permissions=list(a.permissions),
-            authorize_url=a.authorize_url,
-            needs_authorization=[
-                PendingTool(tool_name=p.tool_name, app_id=p.app_id, missing_scopes=list(p.missing_scopes))
-                for p in a.needs_authorization
-            ],
-            needs_authorization_count=a.needs_authorization_count,
-        )
-        for a in page.apps
-    ]
+    page = services.apps.list_apps(services.access.caller(principal, user_id), limit, offset)
+    apps = [AppSummary.model_validate(app, from_attributes=True) for app in page.apps]
     return AppsResponse(apps=apps, total=page.total, limit=limit, offset=offset)

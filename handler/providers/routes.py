@@ -39,11 +39,12 @@ OffsetQuery = Annotated[int, Query(ge=0)]
 def _usable(
     principal: Principal, services: Services, user_id: str, gateway_id: str | None, offset: int, limit: int
 ) -> UsablePage:
-    return services.finder.usable(principal, user_id.strip(), gateway_id and gateway_id.strip(), offset, limit)
+    return services.finder.usable(services.access.caller(principal, user_id, gateway_id), offset, limit)
 
 
 def _select(body: AnthropicSearchRequest | OpenAISearchRequest, principal: Principal, services: Services) -> Selection:
-    return services.finder.select(principal, body.user_id, [body.task], body.context, body.gateway_id, body.top_k)
+    caller = services.access.caller(principal, body.user_id, body.gateway_id)
+    return services.finder.select(caller, [body.task], body.context, body.top_k)
 
 
 @router.get("/anthropic/tools", response_model=AnthropicToolsResponse, summary="Tools for Anthropic, deferred")
