@@ -12,26 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+from build_index.bench.events import load_event
+
 STARTED = time.perf_counter()
-
-
-def _event(body: str, key: str) -> dict[str, object]:
-    """A minimal API Gateway HTTP API (payload 2.0) event for POST /v1/tools/select."""
-    return {
-        "version": "2.0",
-        "routeKey": "POST /v1/tools/select",
-        "rawPath": "/v1/tools/select",
-        "rawQueryString": "",
-        "headers": {"content-type": "application/json", "authorization": f"Bearer {key}"},
-        "requestContext": {
-            "http": {"method": "POST", "path": "/v1/tools/select", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
-            "requestId": "bench",
-            "routeKey": "POST /v1/tools/select",
-            "stage": "$default",
-        },
-        "body": body,
-        "isBase64Encoded": False,
-    }
+SELECT = "/v1/tools/select"
 
 
 class _Context:
@@ -85,7 +69,9 @@ def main() -> None:
     answers = []
     for query in queries:
         body = json.dumps({"tasks": [query], "user_id": user, "gateway_id": "default"})
-        answers.append(handler(_event(body, key), _Context())["statusCode"])  # type: ignore[arg-type]
+        headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+        event = load_event("POST", SELECT, route_key=f"POST {SELECT}", headers=headers, body=body)
+        answers.append(handler(event, _Context())["statusCode"])  # type: ignore[arg-type]
         if len(answers) == 1:
             phase("first_query_s")
             print("first-answer", flush=True)  # the parent timestamps this line: process start -> answer

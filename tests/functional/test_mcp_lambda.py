@@ -13,9 +13,10 @@ import numpy.typing as npt
 import pytest
 from mangum import Mangum
 
+from build_index.bench.events import load_event
 from handler.ranking.query import Embedder
 from tests.support.aio import run_async
-from tests.support.apigw import LambdaContainer, MangumTransport, v2_event
+from tests.support.apigw import LambdaContainer, MangumTransport
 from tests.support.gateway_app import (
     GATEWAY_OFF,
     GATEWAY_ON,
@@ -122,7 +123,7 @@ def test_errors_through_the_handler(container: LambdaContainer, gateway: Gateway
 
 def _post(container: LambdaContainer, gateway: GatewayApp, body: str, **headers: str) -> dict[str, Any]:
     base = {"authorization": f"Bearer {gateway.api_key}", "x-toolrec-user": USER, "content-type": "application/json"}
-    event = v2_event("POST", f"/mcp/{GATEWAY_ON}", {**base, **headers}, body.encode())
+    event = load_event("POST", f"/mcp/{GATEWAY_ON}", headers={**base, **headers}, body=body)
     return container.invoke_in_thread(event)
 
 

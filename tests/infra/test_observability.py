@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from build_index.bench.events import load_event
 from handler import observability
 
 SECRET_KEY = "tr_live_2f9c0b7e1d"
@@ -23,12 +24,9 @@ class LambdaContext:
 
 
 def _event(route: str) -> dict[str, Any]:
-    return {
-        "version": "2.0",
-        "routeKey": route,
-        "headers": {"authorization": f"Bearer {SECRET_KEY}"},
-        "body": json.dumps({"tool_name": "Slack.SendMessage", "input": {"text": TOOL_INPUT}}),
-    }
+    method, path = route.split(" ")
+    body = json.dumps({"tool_name": "Slack.SendMessage", "input": {"text": TOOL_INPUT}})
+    return load_event(method, path, route_key=route, headers={"authorization": f"Bearer {SECRET_KEY}"}, body=body)
 
 
 def _select_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The Lambda path in tests: API Gateway HTTP API (v2) events through the Mangum handler.
 
 ``MangumTransport`` is an httpx2 transport (the MCP SDK client's HTTP library) that turns each request into a v2
-event and calls the handler on one long-lived thread with its own event loop, as a warm Lambda container does:
-invocation after invocation on the same instance.
+event (``load_event``: the template under events/) and calls the handler on one long-lived thread with its own event
+loop, as a warm Lambda container does: invocation after invocation on the same instance.
 """
 
 from __future__ import annotations
@@ -16,38 +16,9 @@ from typing import Any
 
 import httpx2
 
+from build_index.bench.events import load_event
+
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-
-
-def v2_event(method: str, path: str, headers: dict[str, str], body: bytes, query: str = "") -> dict[str, Any]:
-    text_body = body.decode() if body else ""
-    return {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": query,
-        "headers": {k.lower(): v for k, v in headers.items()},
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "api",
-            "domainName": "api.execute-api.eu-west-1.amazonaws.com",
-            "domainPrefix": "api",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.7",
-                "userAgent": headers.get("user-agent", "test"),
-            },
-            "requestId": "req",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": "30/Nov/2026:08:00:00 +0000",
-            "timeEpoch": 1795939200000,
-        },
-        "body": text_body,
-        "isBase64Encoded": False,
-    }
 
 
 class LambdaContext:
@@ -108,7 +79,9 @@ class MangumTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
         headers = dict(request.headers.items())
-        event = v2_event(request.method, request.url.path, headers, body, request.url.query.decode())
+        event = load_event(
+            request.method, request.url.path, headers=headers, body=body, query=request.url.query.decode()
+        )
         response = await self.container.invoke_async(event)
         return httpx2.Response(
             status_code=response["statusCode"], headers=response.get("headers") or {}, content=response_body(response)

@@ -6,15 +6,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import numpy as np
 
+from build_index.bench.events import load_event
 from build_index.build import index_tools
 from build_index.catalog_io import read_catalogs
 from build_index.model_prepare import MODEL_ID
@@ -89,55 +88,15 @@ def apigw_event(
     raw_body: bytes | None = None,
     base64_body: bool = False,
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API v2 event, shaped as AWS sends it (lowercase headers, $default stage)."""
+    """The template's API Gateway HTTP API v2 event (``load_event``) with a JSON body and this suite's bearer key."""
     payload = raw_body if raw_body is not None else (b"" if body is None else json.dumps(body).encode())
-    all_headers = {
-        "accept": "*/*",
-        "content-length": str(len(payload)),
-        "host": "abc123.execute-api.us-east-1.amazonaws.com",
-        "user-agent": "curl/8.5.0",
-        "x-amzn-trace-id": "Root=1-67891233-abcdef012345678912345678",
-        "x-forwarded-for": "203.0.113.7",
-        "x-forwarded-port": "443",
-        "x-forwarded-proto": "https",
-    }
+    request_headers: dict[str, str] = {}
     if body is not None or raw_body is not None:
-        all_headers["content-type"] = "application/json"
+        request_headers["content-type"] = "application/json"
     if key is not None:
-        all_headers["authorization"] = f"Bearer {key}"
-    all_headers.update(headers or {})
-    now = time.time()
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": urlencode(query or {}),
-        "headers": all_headers,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abc123",
-            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "abc123",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.7",
-                "userAgent": "curl/8.5.0",
-            },
-            "requestId": "JKJaXmPLvHcESHA=",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-            "timeEpoch": int(now * 1000),
-        },
-        "isBase64Encoded": base64_body,
-    }
-    if query:
-        event["queryStringParameters"] = {k: str(v) for k, v in query.items()}
-    if payload:
-        event["body"] = base64.b64encode(payload).decode() if base64_body else payload.decode()
-    return event
+        request_headers["authorization"] = f"Bearer {key}"
+    request_headers.update(headers or {})
+    return load_event(method, path, headers=request_headers, body=payload, query=query or {}, base64_body=base64_body)
 
 
 class LambdaContext:
