@@ -1,15 +1,17 @@
 """``toolrec build --from-mcp URL``: turn an upstream MCP server's ``tools/list`` into catalog entries.
 
-Each tool becomes ``App.ToolName`` (App from ``--mcp-app`` or the server's name), keeps its description and input
-schema, and gets an ``mcp`` executor pointing at that server with the tool's original name, so toolrec's execute
-path calls exactly the tool that was listed.
+Each tool becomes ``App.ToolName`` (App from ``--mcp-app`` or the server's name; ToolName from ``tool_parts``, one the
+catalog accepts), keeps its description and input schema, and gets an ``mcp`` executor pointing at that server with
+the tool's original name, so toolrec's execute path calls exactly the tool that was listed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,12 +25,13 @@ from pydantic import ValidationError
 
 from build_index.upstream_headers import parse_headers, resolve_headers
 from handler.catalog.json_limits import schema_problems
-from handler.catalog.names import describe_collisions
-from handler.catalog.tool import Executor, Tool
+from handler.catalog.names import describe_collisions, name_collisions
+from handler.catalog.tool import _VERSION_SUFFIX, Executor, Tool
 from handler.errors import CatalogError
 
 MAX_PAGES = 100  # a server that pages forever must not hang the build
 _NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_]+")
+_HASH_CHARS = 8
 
 
 def app_name(raw: str) -> str:
@@ -39,9 +42,49 @@ def app_name(raw: str) -> str:
 
 
 def tool_part(raw: str) -> str:
-    """``get-forecast.v2`` → ``get_forecast_v2``: letters, digits and ``_``, starting with a letter."""
+    """``get-forecast`` → ``get_forecast``: the characters APP_TOOL_NAME takes in a tool part (letters, digits and
+    ``_``, starting with a letter; ``Tool`` when none is left). Versions and clashes are ``tool_parts``' concern."""
     name = _NOT_NAME_CHAR.sub("_", raw).strip("_")
+    if not name:
+        return "Tool"
     return name if name[:1].isalpha() else f"T{name}"
+
+
+def tool_parts(app_id: str, raws: Sequence[str]) -> list[str]:
+    """Each upstream tool's ToolName: ``App.ToolName`` the catalog accepts, and distinct from the others' to callers.
+
+    Accents fold to ASCII (``Über-Tool`` → ``Uber_Tool``) and a version suffix is dropped (``get-forecast.v2`` →
+    ``get_forecast``), since the catalog refuses versioned names (PRODUCT.md §2). Names this makes one to callers
+    (handler/catalog/names.py) each end in a hash of the upstream name, the same from one refresh to the next in
+    whatever order the server lists its tools; one the upstream spells as the catalog would keeps its name. Upstream
+    names that are already one to callers (``get_forecast``, ``Get_Forecast``) are left alike, so merge refuses them.
+    """
+    parts = [_readable_part(app_id, raw) for raw in raws]
+    upstream_alike = {i for pair in name_collisions(raws) for i in pair}
+    renamed_alike = _clashing(app_id, parts) - upstream_alike
+    for i in renamed_alike:
+        if parts[i] == raws[i]:
+            continue  # two such names would be upstream_alike
+        digest = hashlib.sha256(raws[i].encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+        parts[i] = f"{parts[i]}_{digest}"
+    return parts
+
+
+def _readable_part(app_id: str, raw: str) -> str:
+    ascii_name = unicodedata.normalize("NFKD", raw).encode("ascii", "ignore").decode("ascii")
+    part = tool_part(_unversioned(ascii_name))
+    # Once characters are replaced a suffix can appear ("get forecast v2"), and behind the App's dot "v2" is one.
+    return tool_part(_unversioned(f"{app_id}.{part}").partition(".")[2])
+
+
+def _unversioned(name: str) -> str:
+    while (found := _VERSION_SUFFIX.search(name)) is not None:
+        name = name[: found.start()].rstrip("_-. ")  # "a_v2__v3" leaves "a_v2_", itself a version once stripped
+    return name
+
+
+def _clashing(app_id: str, parts: Sequence[str]) -> set[int]:
+    return {i for pair in name_collisions(f"{app_id}.{part}" for part in parts) for i in pair}
 
 
 async def list_upstream(
@@ -72,7 +115,7 @@ def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app
     app_id = app_name(app or server_name or "Mcp")
     entries: list[Tool] = []
     problems: list[str] = []
-    for tool in tools:
+    for tool, part in zip(tools, tool_parts(app_id, [t.name for t in tools]), strict=True):
         description = (tool.description or tool.title or "").strip()
         # Checked here as well as by the build, so the upstream name is the one named and --catalog-out stays unwritten.
         unusable = schema_problems(tool.input_schema)
@@ -82,7 +125,7 @@ def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app
         try:
             entries.append(
                 Tool(
-                    name=f"{app_id}.{tool_part(tool.name)}",
+                    name=f"{app_id}.{part}",
                     description=description,
                     input_schema=tool.input_schema,
                     app=app_id,
@@ -149,7 +192,7 @@ def tools_from_mcp(
 
 def merge(catalog: Sequence[Tool], ingested: Sequence[Tool]) -> list[Tool]:
     """Catalog rows and ingested tools together; a name in both, or two that callers cannot tell apart (one
-    server's ``get-forecast`` and ``get_forecast``), is an error, not a silent override."""
+    server's ``get_forecast`` and ``Get_Forecast``), is an error, not a silent override."""
     merged = [*catalog, *ingested]
     problem = describe_collisions([t.name for t in merged])
     if problem is not None:

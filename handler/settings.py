@@ -1,6 +1,6 @@
 """The service's configuration: one pydantic-settings object, validated once at cold start.
 
-Every environment variable the service reads is a field here (prefix ``TOOLREC_``); ``infra/template.yaml``
+Every environment variable the service reads is a field here (prefix ``TOOLREC_``); ``template.yaml``
 mirrors these names. An explicit constructor argument beats the environment, so tests and ``toolrec serve``
 pass values directly. A bad configuration raises at construction, i.e. during Lambda init, never in a request.
 """

@@ -1,6 +1,6 @@
 """The key schemas of the four policy tables (see dynamodb_store), as CreateTable requests.
 
-infra/template.yaml declares the same tables; ``toolrec policy create-tables`` and the tests use these
+template.yaml declares the same tables; ``toolrec policy create-tables`` and the tests use these
 definitions against moto or DynamoDB Local.
 """
 

@@ -1,6 +1,6 @@
 """The production policy backend: four DynamoDB tables, read through an injected boto3 client.
 
-Table designs (every key attribute is a string unless noted; infra/template.yaml creates them):
+Table designs (every key attribute is a string unless noted; template.yaml creates them):
 
 - policy table (``TOOLREC_POLICY_TABLE``), keys ``pk`` + ``sk``:
   gateway ``pk=GATEWAY#<gateway_id>, sk=GATEWAY``; access rule ``pk=RULES#<subject>, sk=RULE#<rule_id>``

@@ -5,8 +5,8 @@ A query term the catalog's BM25 vocabulary does not hold may still name somethin
 - an acronym written in capitals, "PR"/"PRs" or "DM", of adjacent words of a tool name (``ListPullRequests``);
 - an abbreviation that starts one to three catalog words, "repo" for "repository".
 Such a term is expanded to those catalog words; a term the vocabulary holds is never touched, so a catalog
-that uses the short form keeps its meaning. Measured neutral on the ten visible sets (README "Quality");
-built for the words agents type, which those sets barely contain.
+that uses the short form keeps its meaning. Built for the words agents type, which the benchmark sets barely
+contain; measured: README "Quality".
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Combining the lexical and the semantic signal into one score per tool: reciprocal rank fusion, refined.
 
 Each signal votes with the ranks of its best ``DEPTH`` allowed tools, 1 / (``RANK_CONSTANT`` + rank); BM25
-votes only for tools sharing a word with the query. Ranks, unlike scores, mean the same in every catalog
-and for every query, so neither signal's scale decides how much it counts: one BM25 outlier on a long,
-chatty query cannot outvote the dense signal, as it could in a sum of z-scores. How far a tool stands out
-in each signal (its z-scores, averaged) then adds a little (``STANDOUT_WEIGHT``): votes tie exactly whenever
-two tools swap ranks between the signals (1st and 2nd against 2nd and 1st), and such a tie should go to the
-evidence, not to catalog order. Rank fusion was chosen leave-one-set-out over the ten visible sets against a
-z-score sum; the standout weight (0, 0.005, 0.01, 0.02) moves no set's gap closed by more than 1.3 points
-(README "Quality").
+votes only for tools sharing a word with the query. Ranks mean the same in every catalog and for every query,
+so neither signal's scale decides how much it counts: one BM25 outlier on a long, chatty query cannot outvote
+the dense signal. A little of how far a tool stands out in each signal (``STANDOUT_WEIGHT`` times its mean
+z-score) settles the exact ties two tools swapping ranks between the signals leave, by evidence rather than
+catalog order. Chosen leave-one-set-out; measured: README "Quality", "How we got here".
 """
 
 from __future__ import annotations

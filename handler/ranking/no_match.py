@@ -1,18 +1,12 @@
 """The calibrated "no match": when no tool the user may use fits a task, select answers with nothing.
 
-The decision reads the best cosine between the task and every tool the user may use (not only the ones shown,
-so it never depends on ``top_k``: PRODUCT.md §2): BM25 scores are not comparable across queries (they grow with
-the query's length and rare words), while the cosine of unit vectors is bounded and means the same in every
-catalog. One lexical fact overrides a low cosine (``RankingIndex._words_name_a_tool``): a task half of whose
-words one allowed tool holds is in the catalog's own words, and is never refused.
-
-The threshold comes from queries the model never trained on (the benchmark sets, the training sets' held-out
-tools: build_index/quality/training_split.py), each ranked against its whole catalog as select ranks it: the highest at
-which every set is 95 % sure (a Wilson bound, not just the share seen) to refuse at most ``TARGET_FALSE_RATE`` of
-its real requests. Reproduce with ``toolrec calibrate-no-match``, which also gives each set's threshold from the
-others (leave one set out: README "Quality"). It is deliberately conservative: refusing a real request costs the
-agent its tool, while a weak suggestion costs it one look; an unrelated request in a catalog of thousands still
-finds some tool with a fair cosine, so this signal alone refuses few off-catalog requests.
+It reads the best cosine between the task and every tool the user may use, not only those shown, so it never
+depends on ``top_k`` (PRODUCT.md §2); a cosine of unit vectors means the same in every catalog, while a BM25 score
+grows with the query's length and rare words. A task half of whose words one allowed tool holds is in the catalog's
+own words and never refused (``RankingIndex._words_name_a_tool``). The threshold is the highest at which every set
+of queries the model never trained on is 95 % sure to refuse at most ``TARGET_FALSE_RATE`` of its real requests:
+a refusal costs the agent its tool, a weak suggestion one look. Reproduce: ``toolrec calibrate-no-match``;
+measured: README "Quality".
 """
 
 from __future__ import annotations
@@ -25,10 +19,8 @@ import numpy.typing as npt
 TARGET_FALSE_RATE = 0.01
 CONFIDENCE_Z = 1.6449  # one-sided 95 %
 NO_MATCH_COSINE = 0.2401
-"""From ``toolrec calibrate-no-match --max-queries 2000`` over the four benchmark and six training sets with the
-shipped model (build_index/model_prepare.py MODEL_ID) and task parts (query.embed_query): 0.24007, set by
-arcade_evals (without it: 0.2638); toolalpaca's, nestful's, restbench's and callnavi's held-out queries are too few
-to vote. A new model or a change in query formation needs a new value."""
+"""``toolrec calibrate-no-match --max-queries 2000`` over the ten visible sets with the shipped model and query
+formation (query.embed_query): a new model or a change in query formation needs a new value (README "Quality")."""
 
 
 def refusal_upper_bound(refused: npt.NDArray[np.int64] | int, queries: int) -> npt.NDArray[np.float64]:

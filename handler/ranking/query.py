@@ -1,16 +1,11 @@
 """How a task (and the request's optional context) becomes the query the ranking core scores.
 
-The one place query formation lives, so it can be measured and changed without touching the service.
-Today: the embedding reads the task alone (context is often long and would blur the task's meaning in a
-384-d mean-pooled vector), and the lexical side reads the task followed by the context, which can only
-add matching words. A task that is a bare tool name ("Slack.SendMessage") gets no context, so
-``RankingIndex.rank`` still recognizes the exact name in the lexical text.
-
-A task that asks for several things ("Block device ABC123. Also, get the engine RPM of vehicle 49.")
-needs several tools, and one mean-pooled vector of the whole text sits between them. Its sentences and
-"also/then/finally" clauses are embedded too, and a tool's semantic score is its best cosine with the
-task or any of its parts (``embed_query`` gives the rows, ``RankingIndex.rank`` takes the max). Measured
-(README "Quality"): +2.0 C@10 on toolbench_stb and sealtools, never worse on the training sets.
+The one place query formation lives, so it can be measured and changed without touching the service. The
+embedding reads the task alone (a long context would blur its meaning in one mean-pooled vector); the lexical side
+reads the task followed by the context, which can only add matching words, and a bare tool name
+("Slack.SendMessage") gets no context, so ``RankingIndex.rank`` still recognizes it. One vector of a task that
+asks for several things sits between their tools, so its sentences and "also/then/finally" clauses are embedded
+too (``embed_query``) and a tool keeps its best cosine with any of them. Measured: README "Quality".
 """
 
 from __future__ import annotations

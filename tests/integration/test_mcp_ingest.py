@@ -4,20 +4,23 @@ tools execute on that server."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 
 from build_index import cli
-from build_index.mcp_ingest import app_name, tool_part
+from build_index.mcp_ingest import app_name, catalog_entries, tool_part, tool_parts
+from handler.catalog.names import describe_collisions
+from handler.catalog.tool import APP_TOOL_NAME
 from handler.execute.base import Dispatcher, ToolCall
 from handler.execute.mcp_executor import McpExecutor
 from handler.index.store import LocalIndexStore, load_latest
 from handler.ranking.query import Embedder
 from tests.support.aio import in_thread, run_async
 from tests.support.servers import free_port, serve
-from tests.support.workers import bearer_protected, upstream_mcp_app
+from tests.support.workers import bearer_protected, upstream_mcp_app, upstream_mcp_server
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +132,75 @@ def test_app_names(raw: str, app: str) -> None:
 @pytest.mark.parametrize(("raw", "part"), [("get-forecast.v2", "get_forecast_v2"), ("1st", "T1st"), ("ok", "ok")])
 def test_tool_parts(raw: str, part: str) -> None:
     assert tool_part(raw) == part
+
+
+# Upstream names the catalog refuses as they are: a version suffix, a space, a letter outside ASCII, a bare version.
+AWKWARD = ["get-forecast.v2", "get_forecast_v2", "list items", "Über-Tool", "v2"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "part"),
+    [
+        ("get-forecast.v2", "get_forecast"),
+        ("get_forecast_v2", "get_forecast"),
+        ("get forecast v2", "get_forecast"),
+        ("SendMessage@1.2.0", "SendMessage"),
+        ("list items", "list_items"),
+        ("Über-Tool", "Uber_Tool"),
+        ("v2", "Tool"),
+        ("天気", "Tool"),
+        ("1st", "T1st"),
+    ],
+)
+def test_an_upstream_name_alone_becomes_a_catalog_name(raw: str, part: str) -> None:
+    assert tool_parts("Upstream", [raw]) == [part]
+    # Before: the catalog refused the row (a version, a character outside the name pattern) and the build stopped.
+    (entry,) = catalog_entries("http://up/mcp", "", [types.Tool(name=raw, input_schema={"type": "object"})], "Up")
+    assert entry.name == f"Up.{part}" and APP_TOOL_NAME.match(entry.name)
+    assert entry.executor is not None and entry.executor.tool == raw  # calls still reach the upstream's own name
+
+
+def test_upstream_names_that_would_fold_into_one_stay_distinct_whatever_the_listing_order() -> None:
+    raws = [*AWKWARD, "get_forecast", "Send Message", "send_message"]
+    parts = dict(zip(raws, tool_parts("Upstream", raws), strict=True))
+    assert describe_collisions([f"Upstream.{p}" for p in parts.values()]) is None
+    # The names spelled as the catalog wants keep them; the ones folding onto them get a suffix of their own.
+    assert parts["get_forecast"] == "get_forecast" and parts["send_message"] == "send_message"
+    assert parts["get-forecast.v2"].startswith("get_forecast_") and parts["Send Message"].startswith("Send_Message_")
+    assert parts["get-forecast.v2"] != parts["get_forecast_v2"]
+    assert dict(zip(raws[::-1], tool_parts("Upstream", raws[::-1]), strict=True)) == parts
+
+
+def _answering_as(name: str) -> Callable[[str], str]:
+    def answer(city: str) -> str:
+        return f"{name} for {city}"
+
+    return answer
+
+
+def test_build_from_mcp_takes_upstream_names_the_catalog_would_refuse_and_calls_each_by_its_own(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    server = upstream_mcp_server()
+    for name in AWKWARD:
+        server.add_tool(_answering_as(name), name=name, description=f"Answer as {name}.")
+    catalog_out, index_dir = tmp_path / "upstream.jsonl", tmp_path / "index"
+    with serve(server.streamable_http_app(json_response=True, stateless_http=True)) as base:
+        url = base + "/mcp"
+        argv = ["build", "--from-mcp", url, "--mcp-app", "Upstream", "--catalog-out", str(catalog_out)]
+        assert in_thread(cli.main, [*argv, "--out", str(index_dir), "--quiet"]) == 0
+
+        rows = [json.loads(line) for line in catalog_out.read_text().splitlines()]
+        names = {r["executor"]["tool"]: r["name"] for r in rows}
+        assert set(names) >= set(AWKWARD)
+        assert names["list items"] == "Upstream.list_items" and names["Über-Tool"] == "Upstream.Uber_Tool"
+        assert describe_collisions(list(names.values())) is None
+        tools = {
+            t.name: t for t in load_latest(LocalIndexStore(index_dir), tmp_path / "cache", embedder.fingerprint).tools
+        }
+
+        async def call(name: str) -> object:
+            return await Dispatcher({"mcp": McpExecutor()}).run(ToolCall(tools[name], {"city": "Oslo"}, "user"))
+
+        for upstream_name in AWKWARD:
+            assert run_async(call, names[upstream_name]) == {"result": f"{upstream_name} for Oslo"}
