@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from handler.aws import aws_client
 from handler.index.format import BUILDS, LATEST, MANIFEST, BuiltIndex, Manifest, write_build
 from handler.index.store import parse_s3_url
 
@@ -44,9 +45,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def _publish_s3(built: BuiltIndex, location: str, s3_client: Any) -> Manifest:
     if s3_client is None:
-        import boto3
-
-        s3_client = boto3.client("s3")
+        s3_client = aws_client("s3", "build")
     bucket, prefix = parse_s3_url(location)
 
     def key(*parts: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from handler.aws import aws_client
 from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
 from handler.index.store import parse_s3_url
 
@@ -26,9 +27,7 @@ def local_build_id(root: Path) -> str:
 def publish_directory(root: Path, location: str, s3_client: Any = None) -> str:
     """Upload the build LATEST names in ``root``; returns its build id."""
     if s3_client is None:
-        import boto3
-
-        s3_client = boto3.client("s3")
+        s3_client = aws_client("s3", "build")
     bucket, prefix = parse_s3_url(location)
     build_id = local_build_id(root)
     build_dir = root / BUILDS / build_id

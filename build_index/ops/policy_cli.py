@@ -42,6 +42,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
 
 
 def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
+    from handler.aws import aws_client
     from handler.policy.dynamodb_store import DynamoPolicyStore
     from handler.policy.file_store import FilePolicyStore
     from handler.settings import ENV_PREFIX  # the service's own variable names
@@ -55,9 +56,7 @@ def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
     if missing:
         raise SystemExit(f"toolrec policy --dynamodb needs {', '.join(missing)} (or their TOOLREC_* variables)")
     if dynamodb_client is None:
-        import boto3
-
-        dynamodb_client = boto3.client("dynamodb")
+        dynamodb_client = aws_client("dynamodb", "build")
     names = ", ".join(getattr(args, option) for option in _TABLE_OPTIONS)
     say(f"{'reading' if args.policy_reads else 'editing'} the DynamoDB tables {names}")
     return DynamoPolicyStore(dynamodb_client, tables(args))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from handler.catalog.names import ToolNames
+from handler.aws import aws_client
 from handler.catalog.names import ToolNames
 from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
 from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
@@ -121,9 +121,8 @@ def open_store(location: str, s3_client: Any = None) -> IndexStore:
     if location.startswith("s3://"):
         bucket, prefix = parse_s3_url(location)
         if s3_client is None:
-            import boto3
-
-            s3_client = boto3.client("s3")
+            # The serving path's options wherever a store is opened: reading a build is the same work.
+            s3_client = aws_client("s3", "serve")
         return S3IndexStore(s3_client, bucket, prefix)
     return LocalIndexStore(Path(location))
 
