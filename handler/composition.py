@@ -7,7 +7,7 @@ the deployed function are wired by the same code. Clients can be injected (tests
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
@@ -23,27 +23,14 @@ from handler.policy.store import PolicyStore
 from handler.ranking.query import Embedder
 from handler.settings import Settings
 
-if TYPE_CHECKING:
-    from handler.policy.dynamodb_store import TableNames
-
-
-def policy_table_names(settings: Settings) -> TableNames:
-    from handler.policy.dynamodb_store import TableNames
-
-    assert settings.policy_table and settings.connections_table  # checked by Settings' validator
-    assert settings.api_keys_table and settings.query_log_table
-    return TableNames(
-        settings.policy_table, settings.connections_table, settings.api_keys_table, settings.query_log_table
-    )
-
 
 def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
     if settings.policy_backend == "dynamodb":
-        from handler.policy.dynamodb_store import DynamoPolicyStore
+        from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 
         if dynamodb_client is None:
             dynamodb_client = aws_client("dynamodb", "serve")
-        inner: PolicyStore = DynamoPolicyStore(dynamodb_client, policy_table_names(settings))
+        inner: PolicyStore = DynamoPolicyStore(dynamodb_client, TableNames.of(settings))
     else:
         assert settings.policy_file is not None
         inner = FilePolicyStore(settings.policy_file)
