@@ -10,7 +10,7 @@ from typing import Any
 
 from handler.aws import aws_client
 from handler.index.format import BUILDS, LATEST, MANIFEST, BuiltIndex, Manifest, write_build
-from handler.index.store import parse_s3_url
+from handler.index.store import object_key, parse_s3_url
 
 
 def publish(built: BuiltIndex, location: str, s3_client: Any = None) -> Manifest:
@@ -47,13 +47,9 @@ def _publish_s3(built: BuiltIndex, location: str, s3_client: Any) -> Manifest:
     if s3_client is None:
         s3_client = aws_client("s3", "build")
     bucket, prefix = parse_s3_url(location)
-
-    def key(*parts: str) -> str:
-        return "/".join(p for p in (prefix, *parts) if p)
-
     with tempfile.TemporaryDirectory() as tmp:
         manifest = write_build(built, Path(tmp))
         for name in [*manifest.files, MANIFEST]:  # the manifest after the files it describes
-            s3_client.upload_file(str(Path(tmp) / name), bucket, key(BUILDS, manifest.build_id, name))
-    s3_client.put_object(Bucket=bucket, Key=key(LATEST), Body=(manifest.build_id + "\n").encode())
+            s3_client.upload_file(str(Path(tmp) / name), bucket, object_key(prefix, BUILDS, manifest.build_id, name))
+    s3_client.put_object(Bucket=bucket, Key=object_key(prefix, LATEST), Body=(manifest.build_id + "\n").encode())
     return manifest

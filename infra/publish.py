@@ -17,7 +17,7 @@ from typing import Any
 
 from handler.aws import aws_client
 from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
-from handler.index.store import parse_s3_url
+from handler.index.store import object_key, parse_s3_url
 
 
 def local_build_id(root: Path) -> str:
@@ -32,13 +32,9 @@ def publish_directory(root: Path, location: str, s3_client: Any = None) -> str:
     build_id = local_build_id(root)
     build_dir = root / BUILDS / build_id
     manifest = read_manifest((build_dir / MANIFEST).read_bytes())
-
-    def key(*parts: str) -> str:
-        return "/".join(p for p in (prefix, *parts) if p)
-
     for name in [*manifest.files, MANIFEST]:
-        s3_client.upload_file(str(build_dir / name), bucket, key(BUILDS, build_id, name))
-    s3_client.put_object(Bucket=bucket, Key=key(LATEST), Body=(build_id + "\n").encode())
+        s3_client.upload_file(str(build_dir / name), bucket, object_key(prefix, BUILDS, build_id, name))
+    s3_client.put_object(Bucket=bucket, Key=object_key(prefix, LATEST), Body=(build_id + "\n").encode())
     return build_id
 
 
