@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,17 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _publish_s3(built: BuiltIndex, location: str, s3_client: Any) -> Manifest:
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = write_build(built, Path(tmp))
+        upload_build(Path(tmp), manifest.build_id, manifest.files, location, s3_client)
+    return manifest
+
+
+def upload_build(directory: Path, build_id: str, files: Iterable[str], location: str, s3_client: Any = None) -> None:
+    """Upload a build's files from ``directory`` to ``s3://bucket/prefix``, then its manifest, then LATEST."""
     if s3_client is None:
         s3_client = aws_client("s3", "build")
     bucket, prefix = parse_s3_url(location)
-    with tempfile.TemporaryDirectory() as tmp:
-        manifest = write_build(built, Path(tmp))
-        for name in [*manifest.files, MANIFEST]:  # the manifest after the files it describes
-            s3_client.upload_file(str(Path(tmp) / name), bucket, object_key(prefix, BUILDS, manifest.build_id, name))
-    s3_client.put_object(Bucket=bucket, Key=object_key(prefix, LATEST), Body=(manifest.build_id + "\n").encode())
-    return manifest
+    for name in [*files, MANIFEST]:  # the manifest after the files it describes
+        s3_client.upload_file(str(directory / name), bucket, object_key(prefix, BUILDS, build_id, name))
+    s3_client.put_object(Bucket=bucket, Key=object_key(prefix, LATEST), Body=(build_id + "\n").encode())
