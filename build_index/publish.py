@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from handler.aws import aws_client
 from handler.index.format import BUILDS, LATEST, MANIFEST, BuiltIndex, Manifest, write_build
-from handler.index.store import parse_s3_url
+from handler.index.store import object_key, parse_s3_url
 
 
 def publish(built: BuiltIndex, location: str, s3_client: Any = None) -> Manifest:
@@ -43,18 +45,17 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _publish_s3(built: BuiltIndex, location: str, s3_client: Any) -> Manifest:
-    if s3_client is None:
-        import boto3
-
-        s3_client = boto3.client("s3")
-    bucket, prefix = parse_s3_url(location)
-
-    def key(*parts: str) -> str:
-        return "/".join(p for p in (prefix, *parts) if p)
-
     with tempfile.TemporaryDirectory() as tmp:
         manifest = write_build(built, Path(tmp))
-        for name in [*manifest.files, MANIFEST]:  # the manifest after the files it describes
-            s3_client.upload_file(str(Path(tmp) / name), bucket, key(BUILDS, manifest.build_id, name))
-    s3_client.put_object(Bucket=bucket, Key=key(LATEST), Body=(manifest.build_id + "\n").encode())
+        upload_build(Path(tmp), manifest.build_id, manifest.files, location, s3_client)
     return manifest
+
+
+def upload_build(directory: Path, build_id: str, files: Iterable[str], location: str, s3_client: Any = None) -> None:
+    """Upload a build's files from ``directory`` to ``s3://bucket/prefix``, then its manifest, then LATEST."""
+    if s3_client is None:
+        s3_client = aws_client("s3", "build")
+    bucket, prefix = parse_s3_url(location)
+    for name in [*files, MANIFEST]:  # the manifest after the files it describes
+        s3_client.upload_file(str(directory / name), bucket, object_key(prefix, BUILDS, build_id, name))
+    s3_client.put_object(Bucket=bucket, Key=object_key(prefix, LATEST), Body=(build_id + "\n").encode())

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from handler.aws import aws_client
 from handler.errors import PolicyUnavailableError
 from handler.policy.model import QueryRecord
 
@@ -32,9 +33,7 @@ def query_log_records(table: str, region: str | None = None, dynamodb_client: An
     from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 
     if dynamodb_client is None:
-        import boto3
-
-        dynamodb_client = boto3.client("dynamodb", region_name=region)
+        dynamodb_client = aws_client("dynamodb", "build", region)
     # Only the query log is read; the other table names are never used by queries().
     store = DynamoPolicyStore(dynamodb_client, TableNames(policy="", connections="", api_keys="", query_log=table))
     return store.queries(time.time())

@@ -15,13 +15,12 @@ import dataclasses
 import os
 from typing import Any
 
-import boto3
-
 from build_index.model_prepare import MODEL_ID
 from build_index.ops.drift import load_golden
 from build_index.refresh import refresh
 from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
 from handler import observability
+from handler.aws import aws_client
 from handler.inference.embedder import OnnxEmbedder
 from handler.settings import RefreshSettings
 
@@ -30,9 +29,9 @@ observability.configure(settings.log_level)
 # [] when the function only learns from use: the build's tools are kept as they are.
 upstreams = [] if settings.refresh_upstreams.strip() == "[]" else parse_upstreams(settings.refresh_upstreams)
 embedder = OnnxEmbedder(settings.model_dir, threads=1)
-s3_client = boto3.client("s3")
-dynamodb_client = boto3.client("dynamodb") if settings.refresh_usage else None
-read_secret = secrets_manager_reader(boto3.client("secretsmanager"))
+s3_client = aws_client("s3", "build")
+dynamodb_client = aws_client("dynamodb", "build") if settings.refresh_usage else None
+read_secret = secrets_manager_reader(aws_client("secretsmanager", "build"))
 golden = load_golden(settings.refresh_golden) if settings.refresh_golden else None
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from handler.aws import aws_client
 from handler.errors import CatalogError
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
@@ -79,9 +80,7 @@ def secrets_manager_reader(client: Any = None) -> SecretReader:
         from botocore.exceptions import BotoCoreError, ClientError
 
         if client is None:
-            import boto3
-
-            client = boto3.client("secretsmanager")
+            client = aws_client("secretsmanager", "build")
         try:
             value = client.get_secret_value(SecretId=secret_id).get("SecretString")
         except (BotoCoreError, ClientError) as exc:

@@ -6,12 +6,13 @@ the deployed function are wired by the same code. Clients can be injected (tests
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import FastAPI
 
 from handler import observability
 from handler.app import create_app
+from handler.aws import aws_client
 from handler.index.holder import IndexHolder
 from handler.index.store import open_store
 from handler.inference.embedder import OnnxEmbedder
@@ -21,50 +22,14 @@ from handler.policy.store import PolicyStore
 from handler.ranking.query import Embedder
 from handler.settings import Settings
 
-if TYPE_CHECKING:
-    from handler.policy.dynamodb_store import TableNames
-
-# botocore's defaults (60 s connect and read timeouts; DynamoDB's legacy mode retries 10 times) let a hung S3 hold
-# a cold start for minutes (Lambda's init phase is 10 s) and a throttled table hold a request past API Gateway's
-# 30 s. Bounded here: found by tests/reliability/test_faults_aws.py. read_timeout is per socket read, not per
-# download, so large index files still fetch. (botocore.config.Config options: boto3 and botocore are imported only
-# where an AWS client is made, ~0.3 s that a local server never needs.)
-S3_CLIENT_OPTIONS: dict[str, Any] = {
-    "connect_timeout": 2,
-    "read_timeout": 3,
-    "retries": {"mode": "standard", "total_max_attempts": 2},
-}
-DYNAMODB_CLIENT_OPTIONS: dict[str, Any] = {
-    "connect_timeout": 1,
-    "read_timeout": 2,
-    "retries": {"mode": "standard", "total_max_attempts": 3},
-}
-
-
-def policy_table_names(settings: Settings) -> TableNames:
-    from handler.policy.dynamodb_store import TableNames
-
-    assert settings.policy_table and settings.connections_table  # checked by Settings' validator
-    assert settings.api_keys_table and settings.query_log_table
-    return TableNames(
-        settings.policy_table, settings.connections_table, settings.api_keys_table, settings.query_log_table
-    )
-
-
-def aws_client(service: str, options: dict[str, Any]) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(service, config=Config(**options))  # type: ignore[call-overload]
-
 
 def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
     if settings.policy_backend == "dynamodb":
-        from handler.policy.dynamodb_store import DynamoPolicyStore
+        from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 
         if dynamodb_client is None:
-            dynamodb_client = aws_client("dynamodb", DYNAMODB_CLIENT_OPTIONS)
-        inner: PolicyStore = DynamoPolicyStore(dynamodb_client, policy_table_names(settings))
+            dynamodb_client = aws_client("dynamodb", "serve")
+        inner: PolicyStore = DynamoPolicyStore(dynamodb_client, TableNames.of(settings))
     else:
         assert settings.policy_file is not None
         inner = FilePolicyStore(settings.policy_file)
@@ -83,9 +48,9 @@ def build_app(
     observability.configure(settings.log_level)
     embedder = embedder or OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
     if s3_client is None and settings.index_location.startswith("s3://"):
-        s3_client = aws_client("s3", S3_CLIENT_OPTIONS)
+        s3_client = aws_client("s3", "serve")
     if dynamodb_client is None and settings.policy_backend == "dynamodb":
-        dynamodb_client = aws_client("dynamodb", DYNAMODB_CLIENT_OPTIONS)
+        dynamodb_client = aws_client("dynamodb", "serve")
     holder = IndexHolder(
         open_store(settings.index_location, s3_client),
         settings.index_cache_dir,

@@ -16,6 +16,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from handler.inference.model_files import default_model_dir
 
 ENV_PREFIX = "TOOLREC_"
+# The policy backend's tables, as fields below: TableNames, `toolrec policy --dynamodb`'s options and their
+# variables (template.yaml) are named after these.
 DYNAMODB_TABLE_FIELDS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")
 
 

@@ -1,7 +1,7 @@
 """Publish a build that ``toolrec build --out DIR`` made locally to ``s3://bucket/prefix``: files, manifest, LATEST.
 
 The deploy builds (and so validates) the index before it touches AWS, and publishes that same build after the stack
-exists. Same order as build_index/publish.py: a build's files, then its manifest, then the LATEST pointer, so a
+exists. The upload is build_index/publish.py's: a build's files, then its manifest, then the LATEST pointer, so a
 reader never sees half an index.
 
     python -m infra.publish --from build/index/acme --to s3://toolrec-acme-prod-index/index
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from build_index.publish import upload_build
 from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
-from handler.index.store import parse_s3_url
 
 
 def local_build_id(root: Path) -> str:
@@ -25,21 +25,10 @@ def local_build_id(root: Path) -> str:
 
 def publish_directory(root: Path, location: str, s3_client: Any = None) -> str:
     """Upload the build LATEST names in ``root``; returns its build id."""
-    if s3_client is None:
-        import boto3
-
-        s3_client = boto3.client("s3")
-    bucket, prefix = parse_s3_url(location)
     build_id = local_build_id(root)
     build_dir = root / BUILDS / build_id
     manifest = read_manifest((build_dir / MANIFEST).read_bytes())
-
-    def key(*parts: str) -> str:
-        return "/".join(p for p in (prefix, *parts) if p)
-
-    for name in [*manifest.files, MANIFEST]:
-        s3_client.upload_file(str(build_dir / name), bucket, key(BUILDS, build_id, name))
-    s3_client.put_object(Bucket=bucket, Key=key(LATEST), Body=(build_id + "\n").encode())
+    upload_build(build_dir, build_id, manifest.files, location, s3_client)
     return build_id
 
 

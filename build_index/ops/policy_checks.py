@@ -77,8 +77,10 @@ def open_policy_file(given: Path | None, create: bool, writes: bool) -> Path:
 def index_for(given: str | None, policy_file: Path | None) -> str | None:
     if given:
         return given
+    from handler.index.format import LATEST
+
     beside = None if policy_file is None else policy_file.parent / "index"
-    if beside is not None and (beside / "LATEST").is_file():
+    if beside is not None and (beside / LATEST).is_file():
         return str(beside)
     return os.environ.get(f"{ENV_PREFIX}INDEX_LOCATION")
 

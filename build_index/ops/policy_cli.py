@@ -23,8 +23,7 @@ from build_index.ops.policy_checks import (
     open_policy_file,
     say,
 )
-
-_TABLE_OPTIONS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")
+from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
@@ -37,36 +36,28 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--create", action="store_true", help="start .toolrec/policy.json here if it is absent")
     parser.add_argument("--dynamodb", action="store_true", help="write to the DynamoDB tables instead")
-    for option in _TABLE_OPTIONS:
-        parser.add_argument(f"--{option.replace('_', '-')}", help=f"(default $TOOLREC_{option.upper()})")
+    for option in DYNAMODB_TABLE_FIELDS:  # the service's settings of the same name
+        parser.add_argument(f"--{option.replace('_', '-')}", help=f"(default ${ENV_PREFIX}{option.upper()})")
 
 
 def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
-    from handler.policy.dynamodb_store import DynamoPolicyStore
+    from handler.aws import aws_client
+    from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
     from handler.policy.file_store import FilePolicyStore
-    from handler.settings import ENV_PREFIX  # the service's own variable names
 
     if not args.dynamodb:
         return FilePolicyStore(open_policy_file(args.file, args.create, writes=not args.policy_reads))
-    for option in _TABLE_OPTIONS:
+    for option in DYNAMODB_TABLE_FIELDS:
         if not getattr(args, option):
             setattr(args, option, os.environ.get(f"{ENV_PREFIX}{option.upper()}"))
-    missing = [f"--{o.replace('_', '-')}" for o in _TABLE_OPTIONS if not getattr(args, o)]
+    missing = [f"--{o.replace('_', '-')}" for o in DYNAMODB_TABLE_FIELDS if not getattr(args, o)]
     if missing:
-        raise SystemExit(f"toolrec policy --dynamodb needs {', '.join(missing)} (or their TOOLREC_* variables)")
+        raise SystemExit(f"toolrec policy --dynamodb needs {', '.join(missing)} (or their {ENV_PREFIX}* variables)")
     if dynamodb_client is None:
-        import boto3
-
-        dynamodb_client = boto3.client("dynamodb")
-    names = ", ".join(getattr(args, option) for option in _TABLE_OPTIONS)
+        dynamodb_client = aws_client("dynamodb", "build")
+    names = ", ".join(getattr(args, option) for option in DYNAMODB_TABLE_FIELDS)
     say(f"{'reading' if args.policy_reads else 'editing'} the DynamoDB tables {names}")
-    return DynamoPolicyStore(dynamodb_client, tables(args))
-
-
-def tables(args: argparse.Namespace) -> Any:
-    from handler.policy.dynamodb_store import TableNames
-
-    return TableNames(args.policy_table, args.connections_table, args.api_keys_table, args.query_log_table)
+    return DynamoPolicyStore(dynamodb_client, TableNames.of(args))
 
 
 def _patterns_checked(args: argparse.Namespace, store: Any, patterns: tuple[str, ...]) -> tuple[str, ...]:

@@ -126,7 +126,7 @@ def cached_index(
 ) -> Index:
     """Build the set's index once per (tools file, model, code version of the index text) and reuse it; with
     ``usage`` (groups of the set's tool ids), that index republished with the usage folded in."""
-    from handler.index.format import SCHEMA_VERSION
+    from handler.index.format import LATEST, SCHEMA_VERSION
     from handler.ranking import analyzer, text
 
     digest = hashlib.sha256()
@@ -140,13 +140,13 @@ def cached_index(
     store = LocalIndexStore(root)
     ids, tools = benchmark_tools(bench_dir)
     tools = distinct_names(tools)
-    if not (root / "LATEST").is_file():
+    if not (root / LATEST).is_file():
         publish(index_tools(tools, embedder, model_id), str(root))
     if usage is None:
         return load_latest(store, root, embedder.fingerprint)
     cold = store.fetch(store.latest_build_id(), root)
     warm = cache / f"{root.name}-usage-{_usage_digest(usage, cold.name)}"
-    if not (warm / "LATEST").is_file():
+    if not (warm / LATEST).is_file():
         names = dict(zip(ids, (t.name for t in tools), strict=True))
         evidence = fold_usage(
             usage,

@@ -11,14 +11,10 @@ import json
 from typing import Any, Protocol
 
 import anyio.to_thread
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from handler.aws import aws_client
 from handler.execute.base import ExecutorUnavailableError, OutputUnreturnableError, ToolCall, ToolFailedError
-
-# botocore retries a read timeout or a 5xx by default; the invoked function may already have run by then, so a
-# client used here must make exactly one attempt. The per-call bound is the tool's timeout (the Dispatcher's).
-NO_RETRY_CONFIG = Config(retries={"total_max_attempts": 1}, connect_timeout=5, read_timeout=900)
 
 
 class LambdaClient(Protocol):
@@ -26,10 +22,8 @@ class LambdaClient(Protocol):
 
 
 def lambda_client(region_name: str | None = None) -> LambdaClient:
-    """A boto3 Lambda client built once at cold start, with retries off."""
-    import boto3
-
-    client: LambdaClient = boto3.client("lambda", region_name=region_name, config=NO_RETRY_CONFIG)
+    """A boto3 Lambda client built once at cold start, with retries off (handler/aws.py says why)."""
+    client: LambdaClient = aws_client("lambda", "serve", region_name)
     return client
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from handler.aws import aws_client
 from handler.catalog.names import ToolNames
 from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
 from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
@@ -64,14 +65,11 @@ class S3IndexStore:
     bucket: str
     prefix: str
 
-    def _key(self, *parts: str) -> str:
-        return "/".join(p for p in (self.prefix.strip("/"), *parts) if p)
-
     def latest_build_id(self) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            body = self.client.get_object(Bucket=self.bucket, Key=self._key(LATEST))["Body"].read()
+            body = self.client.get_object(Bucket=self.bucket, Key=object_key(self.prefix, LATEST))["Body"].read()
         except self.client.exceptions.NoSuchKey as exc:
             raise IndexNotPublishedError(f"no index at {self.describe()} (no {LATEST}): run `toolrec build`") from exc
         except (BotoCoreError, ClientError) as exc:
@@ -101,11 +99,16 @@ class S3IndexStore:
         return target
 
     def _get(self, *parts: str) -> bytes:
-        body: bytes = self.client.get_object(Bucket=self.bucket, Key=self._key(*parts))["Body"].read()
+        body: bytes = self.client.get_object(Bucket=self.bucket, Key=object_key(self.prefix, *parts))["Body"].read()
         return body
 
     def describe(self) -> str:
         return f"s3://{self.bucket}/{self.prefix.strip('/')}"
+
+
+def object_key(prefix: str, *parts: str) -> str:
+    """The S3 key of ``parts`` under a store's prefix: ``object_key("tenant/", BUILDS, build_id, MANIFEST)``."""
+    return "/".join(p for p in (prefix.strip("/"), *parts) if p)
 
 
 def parse_s3_url(location: str) -> tuple[str, str]:
@@ -120,9 +123,8 @@ def open_store(location: str, s3_client: Any = None) -> IndexStore:
     if location.startswith("s3://"):
         bucket, prefix = parse_s3_url(location)
         if s3_client is None:
-            import boto3
-
-            s3_client = boto3.client("s3")
+            # The serving path's options wherever a store is opened: reading a build is the same work.
+            s3_client = aws_client("s3", "serve")
         return S3IndexStore(s3_client, bucket, prefix)
     return LocalIndexStore(Path(location))
 

@@ -41,6 +41,7 @@ from handler.policy.model import (
     Gateway,
     QueryRecord,
 )
+from handler.settings import DYNAMODB_TABLE_FIELDS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -53,10 +54,19 @@ _deserializer = TypeDeserializer()
 
 @dataclass(frozen=True)
 class TableNames:
+    """Each field is a settings field (DYNAMODB_TABLE_FIELDS) less its ``_table``."""
+
     policy: str
     connections: str
     api_keys: str
     query_log: str
+
+    @classmethod
+    def of(cls, source: object) -> TableNames:
+        """The names ``source`` holds under DYNAMODB_TABLE_FIELDS: a Settings, or ``toolrec policy``'s options."""
+        names = {field.removesuffix("_table"): getattr(source, field) for field in DYNAMODB_TABLE_FIELDS}
+        assert all(names.values()), names  # Settings' validator and the CLI refuse a missing name first
+        return cls(**names)
 
 
 def _to_item(keys: Mapping[str, str], record: BaseModel) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from handler.index.load import Index
 from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
 from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.retriever import Method
+from infra.publish import publish_directory
 
 BUCKET = "toolrec-test-indexes"
 
@@ -110,6 +111,18 @@ def test_latest_is_written_last_on_s3(built: BuiltIndex, s3: Any) -> None:
     assert keys[-1] == f"idx/{LATEST}"
     assert keys[-2] == prefix + MANIFEST  # the manifest after every file it describes
     assert sorted(keys[:-2]) == sorted(prefix + name for name in manifest.files)
+
+
+def test_the_deploy_publishes_the_local_build_as_built(
+    built: BuiltIndex, embedder: OnnxEmbedder, s3: Any, tmp_path: Path
+) -> None:
+    local = publish(built, str(tmp_path / "index"))
+    keys: list[str] = []
+    s3.meta.events.register("provide-client-params.s3.PutObject", lambda params, **_: keys.append(params["Key"]))
+    assert publish_directory(tmp_path / "index", f"s3://{BUCKET}/deployed/", s3) == local.build_id
+    assert keys[-2:] == [f"deployed/builds/{local.build_id}/{MANIFEST}", f"deployed/{LATEST}"]
+    index = load_latest(S3IndexStore(s3, BUCKET, "deployed"), tmp_path / "cache", embedder.fingerprint)
+    assert index.manifest == local
 
 
 def test_a_half_published_s3_build_is_invisible(

@@ -11,8 +11,10 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.stub import Stubber
 
+from handler.aws import CLIENT_OPTIONS
 from handler.catalog.tool import Executor, Tool
 from handler.execute.base import (
     Dispatcher,
@@ -23,11 +25,13 @@ from handler.execute.base import (
     ToolFailedError,
 )
 from handler.execute.http_executor import MAX_OUTPUT_BYTES, HttpExecutor
-from handler.execute.lambda_executor import NO_RETRY_CONFIG, LambdaExecutor
+from handler.execute.lambda_executor import LambdaExecutor
 from handler.execute.mcp_executor import McpExecutor
 from tests.support.aio import run_async
 from tests.support.servers import free_port, serve
 from tests.support.workers import http_worker_app, upstream_mcp_app
+
+NO_RETRY_CONFIG = Config(**CLIENT_OPTIONS["lambda", "serve"])  # what lambda_client gives the executor
 
 
 def make_tool(name: str, kind: str, target: str, remote: str | None = None, timeout_s: float = 5.0) -> Tool:

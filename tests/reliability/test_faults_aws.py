@@ -20,7 +20,8 @@ from mangum import Mangum
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
 
-from handler.composition import DYNAMODB_CLIENT_OPTIONS, build_app
+from handler.aws import CLIENT_OPTIONS
+from handler.composition import build_app
 from handler.inference.embedder import OnnxEmbedder
 from handler.settings import Settings
 from tests.integration.test_serving_aws import TABLES, write_policy_with_cli
@@ -37,6 +38,7 @@ from tests.support.serving import (
 )
 
 BUCKET, PREFIX = "fault-index", "tenant"
+DYNAMODB_CLIENT_OPTIONS = CLIENT_OPTIONS["dynamodb", "serve"]
 COLD_START_BOUND_S = 10.0  # Lambda's init phase: a hung S3 must not hold an instance for minutes
 
 
