@@ -170,7 +170,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from build_index.ops.serve import serve
 
-    serve(args.host, args.port, args.root, None, args.index, args.policy)
+    serve(args.host, args.port, args.root, args.index, args.policy)
     return 0
 
 
@@ -221,7 +221,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from build_index.ops.drift import (
+    from build_index.drift import (
         CheckedTask,
         Endpoint,
         check,

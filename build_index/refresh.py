@@ -6,7 +6,7 @@ upstreams): its tools whose ``mcp`` executor targets one of the servers are repl
 the others are kept as they are. The new tool set's ``catalog_digest`` is compared with the one the current
 manifest records, and what the query log would fold (``usage.evidence_digest``) with the manifest's; both equal,
 and built with the model this toolrec runs, nothing is built or published. Unchanged tools keep their vectors.
-A golden (build_index/ops/drift.py) is checked on the new build before LATEST moves.
+A golden (build_index/drift.py) is checked on the new build before LATEST moves.
 The same function runs locally (``toolrec refresh``) and on the schedule (build_index/refresh_entry.py).
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from build_index.build import embed_texts, index_tools
+from build_index.drift import Golden, IndexEndpoint, check
 from build_index.mcp_ingest import ingest, merge
-from build_index.ops.drift import Golden, IndexEndpoint, check
 from build_index.publish import publish
 from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
 from build_index.usage import evidence_digest, fold_usage, read_usage
@@ -106,7 +106,7 @@ class DriftError(ToolrecError):
 
 
 def drift_checked(built: BuiltIndex, golden: Golden, embedder: Embedder) -> None:
-    """The drift check (build_index/ops/drift.py) on a build before it is published, over its whole catalog."""
+    """The drift check (build_index/drift.py) on a build before it is published, over its whole catalog."""
     with tempfile.TemporaryDirectory(prefix="toolrec-drift-") as scratch:
         publish(built, scratch)
         loaded = load_latest(LocalIndexStore(Path(scratch)), Path(scratch), embedder.fingerprint)

@@ -30,8 +30,8 @@ def add_refresh_parser(commands: Any, model_dir_option: Callable[[argparse.Argum
 
 
 def run_refresh(args: argparse.Namespace) -> int:
+    from build_index.drift import load_golden
     from build_index.model_prepare import MODEL_ID
-    from build_index.ops.drift import load_golden
     from build_index.refresh import refresh
     from build_index.upstream_headers import parse_headers, parse_upstreams, upstreams_from
     from handler.errors import CatalogError

@@ -15,8 +15,8 @@ import dataclasses
 import os
 from typing import Any
 
+from build_index.drift import load_golden
 from build_index.model_prepare import MODEL_ID
-from build_index.ops.drift import load_golden
 from build_index.refresh import refresh
 from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
 from handler import observability

@@ -57,6 +57,7 @@ def build_app(
         embedder.fingerprint,
         settings.index_refresh_seconds,
         learn_from_use=settings.learn_from_use,
+        threads=settings.intra_op_threads,
     )
     holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
     app = create_app(

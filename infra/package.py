@@ -64,7 +64,7 @@ PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxrunti
 # The scheduled refresh (template.yaml RefreshFunction) runs the build step in the function: these modules of
 # build_index and nothing else of it (not its copy of the model, the demo, benchmarks, evaluation or training).
 REFRESH_MODULES = ("__init__", "build", "catalog_io", "mcp_ingest", "model_prepare", "publish", "query_log", "refresh",
-                   "refresh_entry", "upstream_headers", "usage", "ops/__init__", "ops/drift")  # fmt: skip
+                   "refresh_entry", "upstream_headers", "usage", "drift")  # fmt: skip
 MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
 LAMBDA_TASK_ROOT = "/var/task"
 

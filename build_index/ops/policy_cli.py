@@ -23,6 +23,7 @@ from build_index.ops.policy_checks import (
     open_policy_file,
     say,
 )
+from handler.policy.store import PolicyWriter
 from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX
 
 
@@ -40,7 +41,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--{option.replace('_', '-')}", help=f"(default ${ENV_PREFIX}{option.upper()})")
 
 
-def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
+def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> PolicyWriter:
     from handler.aws import aws_client
     from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
     from handler.policy.file_store import FilePolicyStore
@@ -60,7 +61,7 @@ def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Any:
     return DynamoPolicyStore(dynamodb_client, TableNames.of(args))
 
 
-def _patterns_checked(args: argparse.Namespace, store: Any, patterns: tuple[str, ...]) -> tuple[str, ...]:
+def _patterns_checked(args: argparse.Namespace, store: PolicyWriter, patterns: tuple[str, ...]) -> tuple[str, ...]:
     check_patterns(patterns, index_for(args.index, getattr(store, "path", None)))
     return patterns
 
@@ -70,7 +71,7 @@ def _must_exist(found: object, what: str) -> None:
         raise PolicyCommandError(f"no {what}: nothing deleted", NOT_FOUND_EXIT)
 
 
-def _gateway_put(args: argparse.Namespace, store: Any) -> str:
+def _gateway_put(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.model import Gateway
 
     gateway = Gateway(
@@ -103,13 +104,13 @@ def _catalog_pins(gateway: Any, location: str | None) -> Any:
     return gateway.model_copy(update={"pinned": tuple(table.names[i] for i in pins.positions)})
 
 
-def _gateway_delete(args: argparse.Namespace, store: Any) -> str:
+def _gateway_delete(args: argparse.Namespace, store: PolicyWriter) -> str:
     _must_exist(store.gateway(args.gateway_id), f"gateway {args.gateway_id}")
     store.delete_gateway(args.gateway_id)
     return f"gateway {args.gateway_id} deleted"
 
 
-def _rule_put(args: argparse.Namespace, store: Any) -> str:
+def _rule_put(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.model import AccessRule
 
     rule = AccessRule(rule_id=args.rule_id, subject=args.subject, effect=args.effect, tools=tuple(args.tools))
@@ -118,7 +119,7 @@ def _rule_put(args: argparse.Namespace, store: Any) -> str:
     return f"rule {args.rule_id}: {args.effect} {args.subject} {', '.join(args.tools)}"
 
 
-def _rule_delete(args: argparse.Namespace, store: Any) -> str:
+def _rule_delete(args: argparse.Namespace, store: PolicyWriter) -> str:
     rules = store.access_rules(args.subject)
     _must_exist(
         [r for r in rules if (r.subject, r.rule_id) == (args.subject, args.rule_id)],
@@ -128,7 +129,7 @@ def _rule_delete(args: argparse.Namespace, store: Any) -> str:
     return f"rule {args.rule_id} of {args.subject} deleted"
 
 
-def _app_put(args: argparse.Namespace, store: Any) -> str:
+def _app_put(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.model import AppInfo
 
     app = AppInfo(
@@ -138,7 +139,7 @@ def _app_put(args: argparse.Namespace, store: Any) -> str:
     return f"app {args.app_id} saved"
 
 
-def _connection_put(args: argparse.Namespace, store: Any) -> str:
+def _connection_put(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.model import Connection
 
     connection = Connection(
@@ -152,19 +153,19 @@ def _connection_put(args: argparse.Namespace, store: Any) -> str:
     return f"{args.user_id} {'disconnected from' if args.disconnected else 'connected to'} {args.app_id}"
 
 
-def _connection_delete(args: argparse.Namespace, store: Any) -> str:
+def _connection_delete(args: argparse.Namespace, store: PolicyWriter) -> str:
     connections = store.connections(args.user_id)
     _must_exist([c for c in connections if c.app_id == args.app_id], f"connection of {args.user_id} to {args.app_id}")
     store.delete_connection(args.user_id, args.app_id)
     return f"connection of {args.user_id} to {args.app_id} deleted"
 
 
-def _key_create(args: argparse.Namespace, store: Any) -> str:
-    from handler.policy.keys import generate_key, hash_key
+def _key_create(args: argparse.Namespace, store: PolicyWriter) -> str:
+    from handler.policy.keys import generate_key, hash_key, key_id_for
     from handler.policy.model import ApiKeyRecord
 
     key = args.key or generate_key()
-    key_id = args.key_id or hash_key(key)[:12]
+    key_id = args.key_id or key_id_for(key)
     store.put_api_key(
         ApiKeyRecord(key_id=key_id, key_hash=hash_key(key), gateway_id=args.gateway, description=args.description)
     )
@@ -172,7 +173,7 @@ def _key_create(args: argparse.Namespace, store: Any) -> str:
     return f"API key {key_id} created{' for gateway ' + args.gateway if args.gateway else ''}{shown}"
 
 
-def _key_revoke(args: argparse.Namespace, store: Any) -> str:
+def _key_revoke(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.keys import hash_key
 
     is_hash = len(args.key) == 64 and all(c in "0123456789abcdef" for c in args.key)
@@ -182,7 +183,7 @@ def _key_revoke(args: argparse.Namespace, store: Any) -> str:
     return "API key revoked"
 
 
-def _create_tables(args: argparse.Namespace, store: Any) -> str:
+def _create_tables(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.dynamodb_schema import create_tables
     from handler.policy.dynamodb_store import DynamoPolicyStore
 
@@ -192,7 +193,7 @@ def _create_tables(args: argparse.Namespace, store: Any) -> str:
     return f"created {', '.join(created)}" if created else "all tables exist"
 
 
-def _list(args: argparse.Namespace, store: Any) -> str:
+def _list(args: argparse.Namespace, store: PolicyWriter) -> str:
     document = store.document()
     lines = [f"gateway {g.gateway_id}: allows {', '.join(g.allowed) or 'nothing'}, recommendation {g.recommendation}"
              for g in document.gateways]  # fmt: skip
@@ -208,12 +209,12 @@ def _list(args: argparse.Namespace, store: Any) -> str:
     return "\n".join(lines) or "the policy is empty: no gateways, rules, apps, connections or keys"
 
 
-def _show(args: argparse.Namespace, store: Any) -> str:
+def _show(args: argparse.Namespace, store: PolicyWriter) -> str:
     text: str = store.document().model_dump_json(indent=2, exclude_none=True)
     return text
 
 
-Action = Callable[[argparse.Namespace, Any], str]
+Action = Callable[[argparse.Namespace, PolicyWriter], str]
 
 
 def _action(parent: Any, name: str, func: Action, help_text: str) -> argparse.ArgumentParser:

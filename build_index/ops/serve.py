@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from handler.errors import ToolrecError
-from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_if_absent
+from handler.policy.file_store import FilePolicyStore, write_if_absent
 from handler.policy.keys import generate_key, hash_key
-from handler.policy.model import AccessRule, ApiKeyRecord, AppInfo, Connection, Gateway
+from handler.policy.model import AccessRule, ApiKeyRecord, AppInfo, Connection, Gateway, PolicyDocument
 from handler.ranking.query import Embedder
 
 if TYPE_CHECKING:
@@ -170,12 +170,12 @@ def embedded_app(
     return build_app(settings, embedder=embedder), default
 
 
-def serve(host: str, port: int, root: Path, api_key: str | None, index: str | None, policy: Path | None) -> None:
+def serve(host: str, port: int, root: Path, index: str | None, policy: Path | None) -> None:
     import uvicorn
 
     from build_index.ops.serve_http import ErrorBodyH11Protocol
 
-    app, default = embedded_app(root, api_key, index, policy, announce=lambda line: print(line, flush=True))
+    app, default = embedded_app(root, None, index, policy, announce=lambda line: print(line, flush=True))
     if default.new_key:
         print(f"API key (shown once; set TOOLREC_API_KEY to choose your own): {default.new_key}", flush=True)
     print(f"toolrec on http://{host}:{port}  index {default.index_location}  policy {default.policy_file}", flush=True)

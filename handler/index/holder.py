@@ -48,9 +48,11 @@ class IndexHolder:
         refresh_seconds: float,
         clock: Callable[[], float] = time.monotonic,
         learn_from_use: bool = True,
+        threads: int = 1,
     ) -> None:
         self.store = store
         self.learn_from_use = learn_from_use
+        self.threads = threads  # onnxruntime intra-op threads of each build's int8 scorer
         self.cache_dir = cache_dir
         self.model_fingerprint = model_fingerprint
         self.refresh_seconds = refresh_seconds
@@ -110,7 +112,7 @@ class IndexHolder:
         try:
             latest = self.store.latest_build_id()
             if self._current is None or latest != self._current.build_id:
-                index = load_latest(self.store, self.cache_dir, self.model_fingerprint)
+                index = load_latest(self.store, self.cache_dir, self.model_fingerprint, self.threads)
                 if not self.learn_from_use:
                     index = index.without_usage()
                 self._current = index  # one reference assignment: the atomic swap

@@ -72,8 +72,9 @@ def verify_build(directory: Path, model_fingerprint: str) -> Manifest:
     return manifest
 
 
-def assemble(directory: Path, manifest: Manifest) -> Index:
-    """The Index of a verified build directory; IntegrityError when its pieces do not fit one another."""
+def assemble(directory: Path, manifest: Manifest, threads: int = 1) -> Index:
+    """The Index of a verified build directory; IntegrityError when its pieces do not fit one another.
+    ``threads``: onnxruntime's intra-op threads for the int8 scoring, as for the query embedding (Settings)."""
     arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
     tools = _tool_records(directory, manifest.schema_version)
     if len(tools) != manifest.tool_count:
@@ -85,13 +86,13 @@ def assemble(directory: Path, manifest: Manifest) -> Index:
         raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
     usage = _usage(directory, manifest) if manifest.usage is not None else None
     names = ToolNames(tools.keys.names)  # refuses a build whose names fold together
-    ranking = RankingIndex(names, bm25, Int8Scorer(vectors), _analyzer(manifest), usage)
+    ranking = RankingIndex(names, bm25, Int8Scorer(vectors, threads), _analyzer(manifest), usage)
     return Index(manifest, tools, ranking, ToolTable.of(tools, names))
 
 
-def load_build(directory: Path, model_fingerprint: str) -> Index:
+def load_build(directory: Path, model_fingerprint: str, threads: int = 1) -> Index:
     """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
-    return assemble(directory, verify_build(directory, model_fingerprint))
+    return assemble(directory, verify_build(directory, model_fingerprint), threads)
 
 
 def load_tool_records(directory: Path) -> ToolRecords:

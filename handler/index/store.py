@@ -129,12 +129,12 @@ def open_store(location: str, s3_client: Any = None) -> IndexStore:
     return LocalIndexStore(Path(location))
 
 
-def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str) -> Index:
+def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str, threads: int = 1) -> Index:
     """Fetch and verify the build ``LATEST`` names. A corrupt cached copy is dropped, so a retry refetches it."""
     build_id = store.latest_build_id()
     directory = store.fetch(build_id, cache_dir)
     try:
-        return load_build(directory, model_fingerprint)
+        return load_build(directory, model_fingerprint, threads)
     except IntegrityError:
         if directory.is_relative_to(cache_dir):
             shutil.rmtree(directory, ignore_errors=True)

@@ -31,7 +31,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ValidationError
 
 from handler.errors import PolicyUnavailableError
-from handler.policy.file_store import PolicyDocument  # the whole policy as one record, whatever the backend
 from handler.policy.model import (
     AccessRule,
     ApiKeyRecord,
@@ -39,6 +38,7 @@ from handler.policy.model import (
     Connection,
     ExecutionRecord,
     Gateway,
+    PolicyDocument,
     QueryRecord,
 )
 from handler.settings import DYNAMODB_TABLE_FIELDS

@@ -35,36 +35,26 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from handler.errors import PolicyUnavailableError
 from handler.policy.model import (
+    DOCUMENT_VERSION,
     AccessRule,
     ApiKeyRecord,
     AppInfo,
     Connection,
     ExecutionRecord,
     Gateway,
+    PolicyDocument,
     QueryRecord,
 )
 
-FILE_VERSION = 1
 MAX_LOGGED_QUERIES = 10_000
 # A writer holds the lock for one read-modify-write (milliseconds); one stuck longer than this (stopped, hung
 # on a dead disk) fails the waiting command instead of hanging it.
 LOCK_TIMEOUT_S = 30.0
 T = TypeVar("T")
-
-
-class PolicyDocument(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: int = FILE_VERSION
-    gateways: list[Gateway] = []
-    access_rules: list[AccessRule] = []
-    apps: list[AppInfo] = []
-    connections: list[Connection] = []
-    api_keys: list[ApiKeyRecord] = []
 
 
 def read_document(path: Path) -> PolicyDocument:
@@ -76,8 +66,8 @@ def read_document(path: Path) -> PolicyDocument:
     except (OSError, ValueError) as exc:  # JSON and pydantic validation errors are ValueErrors
         detail = f"{exc.error_count()} invalid field(s)" if isinstance(exc, ValidationError) else str(exc)
         raise PolicyUnavailableError(f"cannot read policy file {path}: {detail}") from exc
-    if document.version != FILE_VERSION:
-        raise PolicyUnavailableError(f"policy file {path} has version {document.version}; expected {FILE_VERSION}")
+    if document.version != DOCUMENT_VERSION:
+        raise PolicyUnavailableError(f"policy file {path} has version {document.version}; expected {DOCUMENT_VERSION}")
     return document
 
 

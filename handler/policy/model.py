@@ -149,3 +149,19 @@ class Principal(BaseModel):
 
     key_id: str
     gateway_id: str | None = None
+
+
+DOCUMENT_VERSION = 1  # of the policy file; a DynamoDB policy read whole has the same shape
+
+
+class PolicyDocument(BaseModel):
+    """The whole policy as one record, whatever the backend: the local file's content, or `toolrec policy show`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = DOCUMENT_VERSION
+    gateways: list[Gateway] = []
+    access_rules: list[AccessRule] = []
+    apps: list[AppInfo] = []
+    connections: list[Connection] = []
+    api_keys: list[ApiKeyRecord] = []

@@ -17,6 +17,7 @@ from handler.policy.model import (
     Connection,
     ExecutionRecord,
     Gateway,
+    PolicyDocument,
     QueryRecord,
 )
 
@@ -47,8 +48,10 @@ class PolicyStore(Protocol):
         ...
 
 
-class PolicyWriter(Protocol):
-    """What ``toolrec policy`` needs: upserts and deletes of the records the service reads."""
+class PolicyWriter(PolicyStore, Protocol):
+    """What ``toolrec policy`` needs: the lookups, the whole policy, and upserts and deletes of its records."""
+
+    def document(self) -> PolicyDocument: ...
 
     def put_gateway(self, gateway: Gateway) -> None: ...
 

@@ -16,7 +16,8 @@ import snapshot_restore_py
 
 from handler import snapstart
 from handler.catalog.tool import Tool
-from handler.policy.file_store import PolicyDocument, write_document
+from handler.policy.file_store import write_document
+from handler.policy.model import PolicyDocument
 from handler.ranking.query import Embedder
 from tests.support.moto_server import CREDENTIALS, moto_server
 from tests.support.serving import (

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from build_index.cli import main as toolrec
-from build_index.ops.drift import Golden, compare, load_golden, read_queries
+from build_index.drift import Golden, compare, load_golden, read_queries
 from handler.catalog.tool import Tool
 from handler.composition import build_app
 from handler.inference.embedder import OnnxEmbedder

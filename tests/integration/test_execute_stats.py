@@ -17,8 +17,8 @@ from build_index import cli
 from build_index.ops.stats import recommendation_stats, stats_report
 from handler.policy.dynamodb_schema import create_tables
 from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
-from handler.policy.file_store import FilePolicyStore, PolicyDocument, write_document
-from handler.policy.model import ExecutionRecord, QueryRecord
+from handler.policy.file_store import FilePolicyStore, write_document
+from handler.policy.model import ExecutionRecord, PolicyDocument, QueryRecord
 
 TABLES = TableNames("policy", "connections", "api-keys", "query-log")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from build_index import cli
+from build_index.drift import IndexEndpoint, read_queries, record, write_golden
 from build_index.model_prepare import MODEL_ID
-from build_index.ops.drift import IndexEndpoint, read_queries, record, write_golden
 from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.refresh import DriftError, refresh
 from handler.index.format import LATEST

@@ -93,3 +93,12 @@ def test_an_invalid_record_is_refused_plainly_when_read(
     ) as caught:
         tools[len(tools) - 1]
     assert "pydantic" not in str(caught.value)
+
+
+def test_the_configured_threads_reach_the_int8_scorer(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    """TOOLREC_INTRA_OP_THREADS sets onnxruntime's threads for the query embedding and for the int8 scoring alike."""
+    publish_tools(demo_tools()[:5], str(tmp_path), embedder)
+    for threads in (1, 3):
+        holder = IndexHolder(LocalIndexStore(tmp_path), tmp_path / "cache", embedder.fingerprint, 60, threads=threads)
+        scorer = holder.current().ranking.dense
+        assert scorer._session.get_session_options().intra_op_num_threads == threads

@@ -22,9 +22,9 @@ import pytest
 from handler.api.schemas import MAX_CONTEXT_CHARS, MAX_TASK_CHARS, MAX_TASKS
 from handler.api.schemas import MAX_ID_CHARS as ID_MAX_CHARS
 from handler.composition import build_app
-from handler.policy.file_store import PolicyDocument, write_document
+from handler.policy.file_store import write_document
 from handler.policy.keys import hash_key
-from handler.policy.model import ApiKeyRecord, Gateway
+from handler.policy.model import ApiKeyRecord, Gateway, PolicyDocument
 from handler.ranking.query import Embedder
 from tests.support.aio import run_async
 from tests.support.mcp_client import error_of, mcp_client, structured

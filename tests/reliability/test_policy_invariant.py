@@ -25,9 +25,9 @@ from handler.execute.base import ToolCall, ToolExecutor
 from handler.execute.registry import default_executors
 from handler.index.holder import IndexHolder
 from handler.index.store import LocalIndexStore
-from handler.policy.file_store import FilePolicyStore, PolicyDocument
+from handler.policy.file_store import FilePolicyStore
 from handler.policy.keys import hash_key
-from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway
+from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway, PolicyDocument
 from handler.ranking.query import Embedder
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
 from tests.support.serving import file_settings, full_answer_size

@@ -20,9 +20,9 @@ from build_index.model_prepare import MODEL_ID
 from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.publish import publish
 from handler.catalog.tool import Tool
-from handler.policy.file_store import PolicyDocument, write_document
+from handler.policy.file_store import write_document
 from handler.policy.keys import hash_key
-from handler.policy.model import ApiKeyRecord
+from handler.policy.model import ApiKeyRecord, PolicyDocument
 from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend
 from handler.ranking.retriever import RankingIndex
