@@ -130,3 +130,36 @@ class AuthorizationRequiredError(RequestError):
         self.app_id = app_id
         self.authorize_url = authorize_url
         self.missing_scopes = missing_scopes
+
+
+# A run that failed: the tool ran (or may have), so these become a result with success false, never an HTTP error.
+class ExecutionError(ToolrecError):
+    """A run that did not produce an output. ``name`` is the stable error name shown to callers."""
+
+    name = "execution_failed"
+
+
+class ToolFailedError(ExecutionError):
+    """The tool ran and reported an error of its own."""
+
+    name = "tool_error"
+
+
+class ExecutorTimeoutError(ExecutionError):
+    """No answer within the tool's ``timeout_s``. The call may have run: it is never retried."""
+
+    name = "executor_timeout"
+
+
+class ExecutorUnavailableError(ExecutionError):
+    """The executor could not be reached or answered with something that is not a result."""
+
+    name = "executor_unavailable"
+
+
+class OutputUnreturnableError(ExecutorUnavailableError):
+    """The tool ran, but what it answered cannot be sent back as JSON (nested too deep, NaN, a lone surrogate)."""
+
+    def __init__(self, tool_name: str, why: str) -> None:
+        # Says that it ran: a caller that retries on this repeats the tool's side effect.
+        super().__init__(f"{tool_name} ran, but its output cannot be returned: {why}")

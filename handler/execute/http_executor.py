@@ -10,13 +10,8 @@ from typing import Any
 
 import httpx
 
-from handler.execute.base import (
-    ExecutorTimeoutError,
-    ExecutorUnavailableError,
-    OutputUnreturnableError,
-    ToolCall,
-    ToolFailedError,
-)
+from handler.errors import ExecutorTimeoutError, ExecutorUnavailableError, OutputUnreturnableError, ToolFailedError
+from handler.execute.base import ToolCall
 
 _MAX_ERROR_CHARS = 500
 # A Lambda response carries at most 6 MB; an output that cannot be returned is refused here, with a reason.

@@ -14,7 +14,8 @@ import anyio.to_thread
 from botocore.exceptions import BotoCoreError, ClientError
 
 from handler.aws import aws_client
-from handler.execute.base import ExecutorUnavailableError, OutputUnreturnableError, ToolCall, ToolFailedError
+from handler.errors import ExecutorUnavailableError, OutputUnreturnableError, ToolFailedError
+from handler.execute.base import ToolCall
 
 
 class LambdaClient(Protocol):

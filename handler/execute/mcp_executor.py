@@ -16,7 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from handler.execute.base import ContentOutput, ExecutorUnavailableError, ToolCall, ToolFailedError
+from handler.errors import ExecutorUnavailableError, ToolFailedError
+from handler.execute.base import ContentOutput, ToolCall
 
 
 class McpExecutor:

@@ -19,8 +19,15 @@ import anyio.to_thread
 
 from handler.catalog.json_limits import MAX_OUTPUT_DEPTH, json_problem, printable
 from handler.catalog.tool import Tool
-from handler.errors import AuthorizationRequiredError, InputInvalidError, NotFoundError, PolicyUnavailableError
-from handler.execute.base import ContentOutput, Dispatcher, ExecutionError, OutputUnreturnableError, ToolCall
+from handler.errors import (
+    AuthorizationRequiredError,
+    ExecutionError,
+    InputInvalidError,
+    NotFoundError,
+    OutputUnreturnableError,
+    PolicyUnavailableError,
+)
+from handler.execute.base import ContentOutput, Dispatcher, ToolCall
 from handler.execute.input_check import input_problems
 from handler.index.holder import IndexHolder
 from handler.policy.authorization import authorization_app, missing_authorization

@@ -23,7 +23,8 @@ from build_index.publish import publish
 from build_index.refresh import refresh
 from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
 from handler.catalog.tool import Tool
-from handler.execute.base import ExecutionError, ToolCall
+from handler.errors import ExecutionError
+from handler.execute.base import ToolCall
 from handler.execute.lambda_executor import LambdaExecutor
 from handler.index.store import S3IndexStore, load_latest
 from handler.inference.embedder import OnnxEmbedder

@@ -16,14 +16,8 @@ from botocore.stub import Stubber
 
 from handler.aws import CLIENT_OPTIONS
 from handler.catalog.tool import Executor, Tool
-from handler.execute.base import (
-    Dispatcher,
-    ExecutionError,
-    ExecutorTimeoutError,
-    ExecutorUnavailableError,
-    ToolCall,
-    ToolFailedError,
-)
+from handler.errors import ExecutionError, ExecutorTimeoutError, ExecutorUnavailableError, ToolFailedError
+from handler.execute.base import Dispatcher, ToolCall
 from handler.execute.http_executor import MAX_OUTPUT_BYTES, HttpExecutor
 from handler.execute.lambda_executor import LambdaExecutor
 from handler.execute.mcp_executor import McpExecutor
