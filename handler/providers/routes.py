@@ -8,9 +8,10 @@ with select's answer for its one task, in the provider's shape: the same service
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
 from handler.api.auth import PrincipalDep, ServicesDep
 from handler.api.schemas import (
@@ -24,10 +25,11 @@ from handler.api.schemas import (
     OpenAISearchResponse,
     OpenAIToolsResponse,
 )
+from handler.catalog.tool import Tool
 from handler.policy.model import Principal
 from handler.providers import anthropic, openai
 from handler.services.container import Services
-from handler.services.select import Selection, UsablePage
+from handler.services.select import Selection
 
 router = APIRouter(prefix="/v1/providers", tags=["providers"])
 UserQuery = Annotated[str, Query(min_length=1, max_length=MAX_ID_CHARS, description="the end user")]
@@ -36,10 +38,30 @@ LimitQuery = Annotated[int, Query(ge=1, le=PROVIDER_TOOLS_LIMIT_MAX)]
 OffsetQuery = Annotated[int, Query(ge=0)]
 
 
-def _usable(
-    principal: Principal, services: Services, user_id: str, gateway_id: str | None, offset: int, limit: int
-) -> UsablePage:
-    return services.finder.usable(services.access.caller(principal, user_id, gateway_id), offset, limit)
+@dataclass(frozen=True)
+class _UsablePage:
+    """A page of the tools the caller may use, with the query that asked for it."""
+
+    tools: tuple[Tool, ...]
+    total: int
+    limit: int
+    offset: int
+
+
+def _usable_page(
+    principal: PrincipalDep,
+    services: ServicesDep,
+    user_id: UserQuery,
+    gateway_id: GatewayQuery = None,
+    limit: LimitQuery = PROVIDER_TOOLS_LIMIT_DEFAULT,
+    offset: OffsetQuery = 0,
+) -> _UsablePage:
+    """The query both providers' tools listings take, answered (a dependency: the routes differ only in shape)."""
+    page = services.finder.usable(services.access.caller(principal, user_id, gateway_id), offset, limit)
+    return _UsablePage(page.tools, page.total, limit, offset)
+
+
+UsablePageDep = Annotated[_UsablePage, Depends(_usable_page)]
 
 
 def _select(body: AnthropicSearchRequest | OpenAISearchRequest, principal: Principal, services: Services) -> Selection:
@@ -48,21 +70,13 @@ def _select(body: AnthropicSearchRequest | OpenAISearchRequest, principal: Princ
 
 
 @router.get("/anthropic/tools", response_model=AnthropicToolsResponse, summary="Tools for Anthropic, deferred")
-def anthropic_tools(
-    principal: PrincipalDep,
-    services: ServicesDep,
-    user_id: UserQuery,
-    gateway_id: GatewayQuery = None,
-    limit: LimitQuery = PROVIDER_TOOLS_LIMIT_DEFAULT,
-    offset: OffsetQuery = 0,
-) -> AnthropicToolsResponse:
-    page = _usable(principal, services, user_id, gateway_id, offset, limit)
+def anthropic_tools(page: UsablePageDep, services: ServicesDep) -> AnthropicToolsResponse:
     return AnthropicToolsResponse(
         search_tool=anthropic.search_tool(services.settings.mcp_namespace),
         tools=[anthropic.deferred(t) for t in page.tools],
         total=page.total,
-        limit=limit,
-        offset=offset,
+        limit=page.limit,
+        offset=page.offset,
     )
 
 
@@ -78,21 +92,13 @@ def anthropic_search(
 
 
 @router.get("/openai/tools", response_model=OpenAIToolsResponse, summary="Tools for OpenAI, deferred")
-def openai_tools(
-    principal: PrincipalDep,
-    services: ServicesDep,
-    user_id: UserQuery,
-    gateway_id: GatewayQuery = None,
-    limit: LimitQuery = PROVIDER_TOOLS_LIMIT_DEFAULT,
-    offset: OffsetQuery = 0,
-) -> OpenAIToolsResponse:
-    page = _usable(principal, services, user_id, gateway_id, offset, limit)
+def openai_tools(page: UsablePageDep) -> OpenAIToolsResponse:
     return OpenAIToolsResponse(
         search_tool=openai.search_tool(),
         tools=[openai.function(t) for t in page.tools],
         total=page.total,
-        limit=limit,
-        offset=offset,
+        limit=page.limit,
+        offset=page.offset,
     )
 
 
