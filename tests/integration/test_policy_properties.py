@@ -36,6 +36,7 @@ from handler.policy.model import (
 )
 from handler.services.access import AccessPolicy
 from handler.services.select import ToolFinder
+from tests.support.policy_strategies import spellings, tool_patterns
 from tests.support.serving import demo_tools, full_answer_size
 
 TOOL_NAMES = [t.name for t in demo_tools()]
@@ -98,19 +99,10 @@ def expected_allowed(gateway: Gateway | None, rules: Sequence[AccessRule]) -> se
     return allowed
 
 
-def case_variants(text: str) -> st.SearchStrategy[str]:
-    return st.sampled_from([text, text.lower(), text.upper()])
-
-
-patterns = st.one_of(
-    st.just("*"),
-    st.sampled_from(APPS).flatmap(lambda app: case_variants(f"{app}.*")),
-    st.sampled_from(TOOL_NAMES).flatmap(case_variants),
-    st.sampled_from(["Nope.*", "Slack.NoSuchTool"]),
-)
+patterns = tool_patterns(APPS, TOOL_NAMES, misses=["Nope.*", "Slack.NoSuchTool"])
 pins = st.lists(
     st.one_of(
-        st.sampled_from(TOOL_NAMES).flatmap(lambda name: case_variants(name) | st.just(name.replace(".", "_"))),
+        st.sampled_from(TOOL_NAMES).flatmap(spellings),
         st.just("Slack.NoSuchTool"),  # a pin the build does not hold (its tool was removed)
     ),
     max_size=4,

@@ -30,6 +30,7 @@ from handler.policy.keys import hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway, PolicyDocument
 from handler.ranking.query import Embedder
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
+from tests.support.policy_strategies import spellings, tool_patterns
 from tests.support.serving import file_settings, full_answer_size
 
 TOOLS = catalog("http://w", "http://u", "http://d")
@@ -137,20 +138,9 @@ def in_gateway(gateway: Gateway | None) -> set[str]:
     )
 
 
-def case_variants(text: str) -> st.SearchStrategy[str]:
-    return st.sampled_from([text, text.lower(), text.upper()])
-
-
-patterns = st.one_of(
-    st.just("*"),
-    st.sampled_from(APPS).flatmap(lambda app: case_variants(f"{app}.*")),
-    st.sampled_from(TOOL_NAMES).flatmap(case_variants),
-    st.sampled_from(["Nope.*", "Slack.NoSuchTool", "Slack"]),
-)
+patterns = tool_patterns(APPS, TOOL_NAMES, misses=["Nope.*", "Slack.NoSuchTool", "Slack"])
 pin_lists = st.lists(
-    st.sampled_from([*TOOL_NAMES, "Slack.NoSuchTool"]).flatmap(
-        lambda name: case_variants(name) | st.just(name.replace(".", "_"))
-    ),
+    st.sampled_from([*TOOL_NAMES, "Slack.NoSuchTool"]).flatmap(spellings),
     max_size=4,
     unique_by=lambda name: name.lower().replace("_", "."),
 )
