@@ -36,7 +36,7 @@ from handler.policy.model import (
 )
 from handler.services.access import AccessPolicy
 from handler.services.select import ToolFinder
-from tests.support.policy_strategies import spellings, tool_patterns
+from tests.support.policy_strategies import matches, spellings, tool_patterns
 from tests.support.serving import demo_tools, full_answer_size
 
 TOOL_NAMES = [t.name for t in demo_tools()]
@@ -77,14 +77,6 @@ class MemoryPolicy:
 
     def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
         return None
-
-
-def matches(pattern: str, name: str) -> bool:
-    if pattern == "*":
-        return True
-    if pattern.endswith(".*"):
-        return name.split(".", maxsplit=1)[0].lower() == pattern[:-2].lower()
-    return pattern.lower() == name.lower()
 
 
 def expected_allowed(gateway: Gateway | None, rules: Sequence[AccessRule]) -> set[str]:

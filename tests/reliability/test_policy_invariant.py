@@ -30,7 +30,7 @@ from handler.policy.keys import hash_key
 from handler.policy.model import AccessRule, ApiKeyRecord, Connection, Gateway, PolicyDocument
 from handler.ranking.query import Embedder
 from tests.support.gateway_app import Backends, Prepared, catalog, prepare_for
-from tests.support.policy_strategies import spellings, tool_patterns
+from tests.support.policy_strategies import matches, spellings, tool_patterns
 from tests.support.serving import file_settings, full_answer_size
 
 TOOLS = catalog("http://w", "http://u", "http://d")
@@ -112,14 +112,6 @@ def harness(backends: Backends, embedder: Embedder, tmp_path_factory: pytest.Tem
     )
     with TestClient(app, headers={"Authorization": f"Bearer {KEY}"}) as client:
         yield Harness(client, policy, recorder, holder, embedder)
-
-
-def matches(pattern: str, name: str) -> bool:
-    if pattern == "*":
-        return True
-    if pattern.endswith(".*"):
-        return name.split(".", maxsplit=1)[0].lower() == pattern[:-2].lower()
-    return pattern.lower() == name.lower()
 
 
 def user_allowed(rules: Sequence[AccessRule]) -> set[str]:

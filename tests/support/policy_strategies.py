@@ -1,4 +1,5 @@
-"""Hypothesis strategies for policies, shared by the policy property tests (ranking-level and over HTTP/MCP)."""
+"""Hypothesis strategies for policies, and the pattern rule as an oracle, shared by the policy property tests
+(ranking-level and over HTTP/MCP)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,12 @@ def tool_patterns(apps: Sequence[str], tool_names: Sequence[str], misses: Sequen
 def spellings(name: str) -> st.SearchStrategy[str]:
     """A tool name as a caller may spell it: any case, or listed with ``_``."""
     return case_variants(name) | st.just(name.replace(".", "_"))
+
+
+def matches(pattern: str, name: str) -> bool:
+    """The pattern rule, written independently of handler/index/table.py: the oracle the properties check against."""
+    if pattern == "*":
+        return True
+    if pattern.endswith(".*"):
+        return name.split(".", maxsplit=1)[0].lower() == pattern[:-2].lower()
+    return pattern.lower() == name.lower()
