@@ -151,7 +151,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_calibrate_no_match(args: argparse.Namespace) -> int:
     from build_index.model_prepare import MODEL_ID
-    from build_index.quality.evaluate import calibrate_no_match
+    from build_index.quality.calibration import calibrate_no_match
 
     print(json.dumps(calibrate_no_match(args.training_dir, _embedder(args), MODEL_ID, args.max_queries)))
     return 0

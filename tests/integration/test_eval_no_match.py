@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from build_index.model_prepare import MODEL_ID
-from build_index.quality.evaluate import answer, cached_index, calibrate_no_match, calibration_queries, evaluate
+from build_index.quality.calibration import calibrate_no_match, calibration_queries
+from build_index.quality.evaluate import answer, cached_index, evaluate
 from build_index.quality.training_split import needs_held_out_tool
 from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.retriever import Method
