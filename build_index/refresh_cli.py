@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from build_index.cli_options import model_dir_option
 
 HEADER_HELP = "sent to every --from-mcp server (repeatable); ${VAR} and ${secretsmanager:ID} are filled in"
 
 
-def add_refresh_parser(commands: Any, model_dir_option: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_refresh_parser(commands: Any) -> None:
     refresh = commands.add_parser("refresh", help="re-read upstream MCP servers; rebuild and publish if they changed")
     refresh.add_argument("--index", required=True, help="the published index: a directory or s3://bucket/prefix")
     refresh.add_argument("--from-mcp", metavar="URL", help="one upstream server (with --mcp-app and --header)")

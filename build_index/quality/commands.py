@@ -1,0 +1,104 @@
+"""`toolrec eval` and `toolrec calibrate-no-match`: measuring retrieval quality, and setting the no-match threshold."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from build_index.cli_options import embedder_for, model_dir_option
+
+
+def _share(text: str) -> float:
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 < share < 1.0:
+        raise argparse.ArgumentTypeError(f"a share between 0 and 1 (exclusive), not {text!r}")
+    return share
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from build_index.model_prepare import MODEL_ID
+    from build_index.quality.evaluate import evaluate, format_report
+    from handler.ranking.no_match import NO_MATCH_COSINE
+    from handler.ranking.retriever import Method
+
+    method = Method(args.retriever)
+    others = args.no_match_against or []
+    threshold = NO_MATCH_COSINE if args.no_match_cosine is None else args.no_match_cosine
+    options: dict[str, Any] = {
+        "method": method, "with_instruction": args.with_instruction, "no_match_against": others,
+        "no_match_cosine": threshold,
+    }  # fmt: skip
+    if args.usage_split is not None:
+        from build_index.quality.usage_eval import evaluate_usage_split, format_split_report
+
+        split = evaluate_usage_split(args.bench_dir, args.usage_split, embedder_for(args), MODEL_ID, **options)
+        print(json.dumps(split) if args.json else format_split_report(split))
+        return 0
+    usage = None
+    if args.usage_from is not None:
+        from build_index.usage import groups_from_benchmark
+
+        usage = groups_from_benchmark(args.usage_from)
+    result = evaluate(args.bench_dir, embedder_for(args), MODEL_ID, usage=usage, **options)
+    print(json.dumps(result) if args.json else format_report(result))
+    return 0
+
+
+def cmd_calibrate_no_match(args: argparse.Namespace) -> int:
+    from build_index.model_prepare import MODEL_ID
+    from build_index.quality.calibration import calibrate_no_match
+
+    print(json.dumps(calibrate_no_match(args.training_dir, embedder_for(args), MODEL_ID, args.max_queries)))
+    return 0
+
+
+def add_quality_commands(commands: Any) -> None:
+    """`toolrec eval` and `toolrec calibrate-no-match`: measuring retrieval quality."""
+    evaluation = commands.add_parser("eval", help="measure retrieval quality on a benchmark set")
+    evaluation.add_argument("bench_dir", type=Path)
+    evaluation.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    evaluation.add_argument("--with-instruction", action="store_true", help="prepend the query's instruction")
+    evaluation.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluation.add_argument(
+        "--no-match-against",
+        type=Path,
+        action="append",
+        metavar="OTHER_BENCH_DIR",
+        help="run that set's queries against BENCH_DIR's catalog as off-catalog tasks (repeatable)",
+    )
+    evaluation.add_argument(
+        "--no-match-cosine",
+        type=float,
+        default=None,
+        help="the no-match threshold to apply (default: the shipped one); leave-one-set-out figures take the "
+        "threshold `calibrate-no-match` gives without this set",
+    )
+    history = evaluation.add_mutually_exclusive_group()
+    history.add_argument(
+        "--usage-from",
+        type=Path,
+        metavar="FILE",
+        help="build the set's index with FILE (query + relevant tool ids of BENCH_DIR) as its usage history",
+    )
+    history.add_argument(
+        "--usage-split",
+        type=_share,
+        metavar="SHARE",
+        help="use this share of the queries (by a fixed hash of their id) as history; score cold and warm on the rest",
+    )
+    model_dir_option(evaluation)
+    evaluation.set_defaults(run=cmd_eval)
+
+    calibration = commands.add_parser(
+        "calibrate-no-match",
+        help="compute the no-match threshold from sets the model never trained on, and each set's leave-one-out one",
+    )
+    calibration.add_argument("training_dir", type=Path, nargs="+", help="sets in the benchmark format")
+    calibration.add_argument("--max-queries", type=int, default=None, help="evenly spaced sample per set")
+    model_dir_option(calibration)
+    calibration.set_defaults(run=cmd_calibrate_no_match)
