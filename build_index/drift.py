@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Protocol
 import httpx
 from pydantic import BaseModel, Field
 
+from handler.api.schemas import SELECT_TOP_K_DEFAULT
 from handler.ranking.recommend import recommend
 
 if TYPE_CHECKING:
     from handler.index.load import Index
     from handler.ranking.query import Embedder
 
-TOP_K = 5
+TOP_K = SELECT_TOP_K_DEFAULT  # the answer an agent receives by default
 MIN_OVERLAP = 4
 GOLDEN_VERSION = 1
 

@@ -20,13 +20,14 @@ from handler.api.schemas import (
     APPS_LIMIT_MAX,
     MAX_CONTEXT_CHARS,
     MAX_TASKS,
+    SELECT_TOP_K_DEFAULT,
     Identifier,
     Text,
 )
 from handler.errors import FieldProblem, InputInvalidError
 
 SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
-TOOLS_PER_TASK = 5
+TOOLS_PER_TASK = SELECT_TOP_K_DEFAULT  # what REST select returns by default: an MCP agent gets the same answer
 # Added to the instructions of a gateway that pins tools (PRODUCT.md §7): those are listed and called as themselves.
 PINNED_INSTRUCTION = "The other tools listed here are always available: call them directly."
 # Strict: JSON `true` is not a page size of 1, nor "5" a 5 (issue 15; REST's query parameters refuse them too).
