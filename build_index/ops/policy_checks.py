@@ -15,6 +15,7 @@ them (handler/index/table.py); with no index to check against, a warning says so
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
 import tempfile
@@ -85,15 +86,31 @@ def index_for(given: str | None, policy_file: Path | None) -> str | None:
     return os.environ.get(f"{ENV_PREFIX}INDEX_LOCATION")
 
 
-def check_patterns(patterns: tuple[str, ...], index_location: str | None) -> None:
+class Catalog:
+    """The index a policy command checks names against (``index_for``), read at most once per command: a gateway's
+    patterns and its pins are checked against one read of it (an S3 index is downloaded to be verified)."""
+
+    def __init__(self, location: str | None) -> None:
+        self.location = location
+
+    @functools.cached_property
+    def table(self) -> ToolTable:
+        from handler.index.store import latest_table, open_store
+
+        assert self.location is not None  # callers say what a command does without a catalog
+        with tempfile.TemporaryDirectory() as cache:
+            return latest_table(open_store(self.location), Path(cache))
+
+
+def check_patterns(patterns: tuple[str, ...], catalog: Catalog) -> None:
     """Refuse patterns that match no tool of the index (a typo would silently allow or deny nothing)."""
     to_check = [p for p in patterns if p != ALL_TOOLS]
     if not to_check:
         return
-    if index_location is None:
+    if catalog.location is None:
         say("the tool patterns are not checked against a catalog: give --index (the index this policy is for)")
         return
-    table = _tool_table(index_location)
+    index_location, table = catalog.location, catalog.table
     unmatched = [p for p in to_check if not table.mask([p]).any()]
     if unmatched:
         known = [f"{app}.*" for app in table.app_names] + list(table.names)
@@ -105,10 +122,3 @@ def check_patterns(patterns: tuple[str, ...], index_location: str | None) -> Non
             f"{', '.join(hints)} {'matches' if len(hints) == 1 else 'match'} no tool of the index at"
             f" {index_location} ({len(table.names)} tools): nothing written"
         )
-
-
-def _tool_table(location: str) -> ToolTable:
-    from handler.index.store import latest_table, open_store
-
-    with tempfile.TemporaryDirectory() as cache:
-        return latest_table(open_store(location), Path(cache))

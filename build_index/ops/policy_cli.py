@@ -17,6 +17,7 @@ from typing import Any
 
 from build_index.ops.policy_checks import (
     NOT_FOUND_EXIT,
+    Catalog,
     PolicyCommandError,
     check_patterns,
     index_for,
@@ -61,9 +62,8 @@ def open_writer(args: argparse.Namespace, dynamodb_client: Any = None) -> Policy
     return DynamoPolicyStore(dynamodb_client, TableNames.of(args))
 
 
-def _patterns_checked(args: argparse.Namespace, store: PolicyWriter, patterns: tuple[str, ...]) -> tuple[str, ...]:
-    check_patterns(patterns, index_for(args.index, getattr(store, "path", None)))
-    return patterns
+def _catalog(args: argparse.Namespace, store: PolicyWriter) -> Catalog:
+    return Catalog(index_for(args.index, getattr(store, "path", None)))
 
 
 def _must_exist(found: object, what: str) -> None:
@@ -77,30 +77,27 @@ def _gateway_put(args: argparse.Namespace, store: PolicyWriter) -> str:
     gateway = Gateway(
         gateway_id=args.gateway_id, allowed=tuple(args.allow), recommendation=args.recommendation, pinned=args.pin
     )
-    _patterns_checked(args, store, gateway.allowed)
+    catalog = _catalog(args, store)
+    check_patterns(gateway.allowed, catalog)
     if gateway.pinned:
-        gateway = _catalog_pins(gateway, index_for(args.index, getattr(store, "path", None)))
+        gateway = _catalog_pins(gateway, catalog)
     store.put_gateway(gateway)
     pins = f"; pins {', '.join(gateway.pinned)}" if gateway.pinned else ""
     return f"gateway {args.gateway_id} allows {', '.join(args.allow) or 'nothing'}{pins}"
 
 
-def _catalog_pins(gateway: Any, location: str | None) -> Any:
+def _catalog_pins(gateway: Any, catalog: Catalog) -> Any:
     """Refuse a pin the served catalog lacks or the gateway does not allow; keep each under its catalog name."""
-    import tempfile
-
     from handler.errors import CatalogError
-    from handler.index.store import latest_table, open_store
     from handler.services.access import Pins
 
-    if not location:
+    if not catalog.location:
         raise SystemExit("toolrec policy gateway put --pin needs --index (or $TOOLREC_INDEX_LOCATION) to check pins")
-    with tempfile.TemporaryDirectory() as cache:
-        table = latest_table(open_store(location), Path(cache))
+    table = catalog.table
     pins = Pins.of(table, gateway.pinned, table.mask(gateway.allowed))
     problem = pins.problem(gateway.gateway_id)
     if problem is not None:
-        raise CatalogError(f"{problem} (catalog of {location})")
+        raise CatalogError(f"{problem} (catalog of {catalog.location})")
     return gateway.model_copy(update={"pinned": tuple(table.names[i] for i in pins.positions)})
 
 
@@ -114,7 +111,7 @@ def _rule_put(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.model import AccessRule
 
     rule = AccessRule(rule_id=args.rule_id, subject=args.subject, effect=args.effect, tools=tuple(args.tools))
-    _patterns_checked(args, store, rule.tools)
+    check_patterns(rule.tools, _catalog(args, store))
     store.put_rule(rule)
     return f"rule {args.rule_id}: {args.effect} {args.subject} {', '.join(args.tools)}"
 
