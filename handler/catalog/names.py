@@ -40,6 +40,12 @@ def listed_name(name: str) -> str:
     return f"{prefix}_{digest}"
 
 
+def own_tool_name(namespace: str, tool: str) -> str:
+    """The listed name of one of toolrec's own tools (the MCP meta-tools, the providers' search):
+    ``Toolrec_SelectTools``, as clients reject dots in tool names."""
+    return f"{namespace}_{tool}"
+
+
 def _keys(name: str) -> set[str]:
     """Every folded spelling that means this tool: its name's, and its listed name's when that is a hashed one."""
     return {name_key(name), name_key(listed_name(name))}

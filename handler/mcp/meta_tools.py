@@ -25,6 +25,7 @@ from handler.api.schemas import (
     Identifier,
     Text,
 )
+from handler.catalog.names import own_tool_name
 from handler.errors import FieldProblem, InputInvalidError
 
 SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
@@ -97,11 +98,6 @@ def input_schema(model: type[_Arguments]) -> dict[str, Any]:
     }
 
 
-def mcp_name(namespace: str, meta_tool: str) -> str:
-    """The listed name: ``Toolrec_SelectTools`` (clients reject dots in tool names; calls accept either)."""
-    return f"{namespace}_{meta_tool}"
-
-
 def meta_tool_of(namespace: str, name: str) -> str | None:
     """Which meta-tool ``name`` calls (``Toolrec.SelectTools`` or ``Toolrec_SelectTools``), if any."""
     for separator in ("_", "."):
@@ -113,7 +109,7 @@ def meta_tool_of(namespace: str, name: str) -> str | None:
 
 
 def instructions(namespace: str) -> str:
-    select, use = mcp_name(namespace, SELECT), mcp_name(namespace, USE)
+    select, use = own_tool_name(namespace, SELECT), own_tool_name(namespace, USE)
     return (
         f"This server gives access to many tools that are not listed. To act: call {select} with each separate "
         f"action as one task; it returns the few tools that fit each task with their input schemas and a query_id. "
@@ -122,7 +118,7 @@ def instructions(namespace: str) -> str:
 
 
 def meta_tools(namespace: str) -> list[types.Tool]:
-    select, use, apps = (mcp_name(namespace, m) for m in (SELECT, USE, LIST_APPS))
+    select, use, apps = (own_tool_name(namespace, m) for m in (SELECT, USE, LIST_APPS))
     return [
         types.Tool(
             name=select,

@@ -11,22 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from handler.api.schemas import AnthropicTool, AnthropicToolResult, TextContent, ToolReference
-from handler.catalog.names import listed_name
+from handler.catalog.names import listed_name, own_tool_name
 from handler.catalog.tool import Tool
 from handler.providers import search
 
 SEARCH_TOOL = "FindTools"
 
 
-def search_tool_name(namespace: str) -> str:
-    """``Toolrec_FindTools``: under the namespace of toolrec's MCP meta-tools, so it reads as toolrec's own."""
-    return f"{namespace}_{SEARCH_TOOL}"
-
-
 def search_tool(namespace: str) -> AnthropicTool:
     """The one tool sent loaded (the API needs one), first: the model calls it to find the rest."""
     return AnthropicTool(
-        name=search_tool_name(namespace),
+        name=own_tool_name(namespace, SEARCH_TOOL),  # named as the MCP meta-tools are: toolrec's own
         description=search.DESCRIPTION,
         input_schema=search.parameters(),
         defer_loading=False,
