@@ -3,11 +3,9 @@ failure, and the link from a recommendation to the execution in the query log.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.support.gateway_app import (
     SLACK_AUTHORIZE_URL,
@@ -17,16 +15,6 @@ from tests.support.gateway_app import (
     Backends,
     GatewayApp,
 )
-from tests.support.servers import serve
-
-
-@pytest.fixture(scope="module")
-def api(gateway: GatewayApp) -> Iterator[httpx.Client]:
-    with (
-        serve(gateway.app) as base,
-        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {gateway.api_key}"}, timeout=30) as client,
-    ):
-        yield client
 
 
 def execute(api: httpx.Client, tool_name: str, inputs: Any, user: str = USER, **extra: Any) -> httpx.Response:

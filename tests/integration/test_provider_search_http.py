@@ -5,30 +5,18 @@ SDK clients send toolrec's answers unchanged (built against a mock transport: no
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import httpx
 import httpx2
 import openai
-import pytest
 
 from handler.catalog.names import listed_name
 from tests.support import provider_types
-from tests.support.gateway_app import USER, GatewayApp
-from tests.support.servers import serve
+from tests.support.gateway_app import USER
 
 TASK = "get the weather forecast for Lima"
-
-
-@pytest.fixture(scope="module")
-def api(gateway: GatewayApp) -> Iterator[httpx.Client]:
-    with (
-        serve(gateway.app) as base,
-        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {gateway.api_key}"}, timeout=30) as client,
-    ):
-        yield client
 
 
 def tools(api: httpx.Client, provider: str, user: str = USER) -> list[dict[str, Any]]:
