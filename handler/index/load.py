@@ -34,6 +34,7 @@ from handler.index.records import ToolKeys, ToolRecords, to_jsonl
 from handler.index.table import ToolTable
 from handler.inference.int8_scoring import Int8Scorer
 from handler.inference.model_files import sha256_file
+from handler.ranking.abbreviations import general_lexicon
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.dense import QuantizedVectors
@@ -86,7 +87,8 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1) -> Index:
         raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
     usage = _usage(directory, manifest) if manifest.usage is not None else None
     names = ToolNames(tools.keys.names)  # refuses a build whose names fold together
-    ranking = RankingIndex(names, bm25, Int8Scorer(vectors, threads), _analyzer(manifest), usage)
+    scorer = Int8Scorer(vectors, threads)
+    ranking = RankingIndex(names, bm25, scorer, _analyzer(manifest), usage, lexicon=general_lexicon())
     return Index(manifest, tools, ranking, ToolTable.of(tools, names))
 
 

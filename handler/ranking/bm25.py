@@ -7,7 +7,7 @@ containing it and ``weights[...]`` their full BM25 contribution ``idf(t) * tf*(k
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,14 +32,17 @@ class BM25Index:
 
     def score(self, query_terms: Iterable[str]) -> FloatArray:
         """BM25 score of every document; each distinct query term counts once."""
+        return self.score_weighted(dict.fromkeys(query_terms, 1.0))
+
+    def score_weighted(self, term_weights: Mapping[str, float]) -> FloatArray:
+        """BM25 score of every document, each query term's contribution scaled by its weight."""
         scores = np.zeros(self.doc_count, dtype=np.float32)
-        for term in dict.fromkeys(query_terms):
+        for term, weight in term_weights.items():
             term_id = self.vocabulary.get(term)
-            if term_id is None:
+            if term_id is None or weight <= 0:
                 continue
             start, end = self.indptr[term_id], self.indptr[term_id + 1]
-            # A term's postings name each document once, so fancy-index += is exact here.
-            scores[self.doc_ids[start:end]] += self.weights[start:end]
+            scores[self.doc_ids[start:end]] += np.float32(weight) * self.weights[start:end]
         return scores
 
     def terms_held(self, query_terms: Iterable[str]) -> npt.NDArray[np.int32]:

@@ -1,0 +1,55 @@
+"""A task as BM25 reads it: its terms, each with a weight.
+
+The words of the task count fully; the words inside its values (values.py) little, since an id or a repository
+name says what to act on, not which tool acts. A word the catalog lacks is met with the catalog's words
+(catalog_words.py: joined brands, capital acronyms of tool names, prefixes), and an abbreviation with the
+catalog's words for what it stands for (abbreviations.py). Measured: README "Quality".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from handler.ranking.abbreviations import Abbreviations
+from handler.ranking.catalog_words import CatalogWords
+from handler.ranking.values import split_values
+
+VALUE_TERM_WEIGHT = 0.25  # chosen leave-one-set-out (README "Quality")
+_TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9:&+]*[a-z0-9])?")  # "o365", "k8s", "1:1", "r&d", "c++" as typed
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    weights: Mapping[str, float]  # analyzed term -> weight; the task's own words first
+
+    @property
+    def terms(self) -> list[str]:
+        """The terms of the task's own words (values and expansions aside: what "half of its words" counts)."""
+        return [term for term, weight in self.weights.items() if weight >= 1.0]
+
+
+@dataclass(frozen=True)
+class LexicalAnalysis:
+    vocabulary: Collection[str]
+    names: Sequence[str]
+    analyzer: Callable[[str], list[str]]
+    lexicon: Mapping[str, tuple[str, ...]]
+    _words: CatalogWords = field(init=False, repr=False, compare=False)
+    _abbreviations: Abbreviations = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_words", CatalogWords(self.vocabulary, self.names, self.analyzer))
+        object.__setattr__(self, "_abbreviations", Abbreviations(self.lexicon, self.vocabulary, self.analyzer))
+
+    def query(self, text: str) -> LexicalQuery:
+        plain, values = split_values(text)
+        weights: dict[str, float] = {}
+        for part, weight in ((plain, 1.0), (values, VALUE_TERM_WEIGHT)):
+            for term in self._words.expand(self.analyzer(part), part):
+                weights.setdefault(term, weight)
+            for token in _TOKEN.findall(part.lower()):  # an abbreviation counts fully, also one with digits
+                for term in self._abbreviations.meanings(token):
+                    weights[term] = max(weights.get(term, 0.0), 1.0)
+        return LexicalQuery(weights)
