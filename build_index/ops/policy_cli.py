@@ -66,6 +66,16 @@ def _catalog(args: argparse.Namespace, store: PolicyWriter) -> Catalog:
     return Catalog(index_for(args.index, getattr(store, "path", None)))
 
 
+def _score(text: str) -> float:
+    try:
+        score = float(text)
+    except ValueError:
+        score = -1.0
+    if not 0.0 <= score <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"a score between 0 and 1, not {text!r}")
+    return score
+
+
 def _must_exist(found: object, what: str) -> None:
     if not found:
         raise PolicyCommandError(f"no {what}: nothing deleted", NOT_FOUND_EXIT)
@@ -75,7 +85,11 @@ def _gateway_put(args: argparse.Namespace, store: PolicyWriter) -> str:
     from handler.policy.model import Gateway
 
     gateway = Gateway(
-        gateway_id=args.gateway_id, allowed=tuple(args.allow), recommendation=args.recommendation, pinned=args.pin
+        gateway_id=args.gateway_id,
+        allowed=tuple(args.allow),
+        recommendation=args.recommendation,
+        pinned=args.pin,
+        min_score=args.min_score,
     )
     catalog = _catalog(args, store)
     check_patterns(gateway.allowed, catalog)
@@ -83,7 +97,8 @@ def _gateway_put(args: argparse.Namespace, store: PolicyWriter) -> str:
         gateway = _catalog_pins(gateway, catalog)
     store.put_gateway(gateway)
     pins = f"; pins {', '.join(gateway.pinned)}" if gateway.pinned else ""
-    return f"gateway {args.gateway_id} allows {', '.join(args.allow) or 'nothing'}{pins}"
+    floor = f"; min_score {gateway.min_score}" if gateway.min_score is not None else ""
+    return f"gateway {args.gateway_id} allows {', '.join(args.allow) or 'nothing'}{pins}{floor}"
 
 
 def _catalog_pins(gateway: Any, catalog: Catalog) -> Any:
@@ -239,6 +254,12 @@ def _access_parsers(kinds: Any) -> None:
     put.add_argument("--allow", nargs="*", default=[], help="'*', 'App.*' or exact tool names")
     put.add_argument("--recommendation", choices=["on", "off", "auto"], default="auto")
     put.add_argument("--pin", nargs="*", default=[], help="exact tool names always listed beside the meta-tools")
+    put.add_argument(
+        "--min-score",
+        type=_score,
+        default=None,
+        help="select's default floor on a suggestion's calibrated score, 0 to 1 (a request's min_score overrides it)",
+    )
     put.add_argument("--index", help=INDEX_HELP + "; --pin checks its names against it too")
     _action(gateway, "delete", _gateway_delete, "delete a gateway").add_argument("gateway_id")
 

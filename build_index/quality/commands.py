@@ -22,16 +22,17 @@ def _share(text: str) -> float:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from build_index.model_prepare import MODEL_ID
+    from build_index.quality.calibration import left_out_calibration
     from build_index.quality.evaluate import evaluate, format_report
-    from handler.ranking.no_match import NO_MATCH_COSINE
+    from handler.ranking.confidence import SHIPPED
     from handler.ranking.retriever import Method
 
     method = Method(args.retriever)
     others = args.no_match_against or []
-    threshold = NO_MATCH_COSINE if args.no_match_cosine is None else args.no_match_cosine
+    calibration = SHIPPED if args.calibration is None else left_out_calibration(args.calibration, args.bench_dir.name)
     options: dict[str, Any] = {
         "method": method, "with_instruction": args.with_instruction, "no_match_against": others,
-        "no_match_cosine": threshold,
+        "calibration": calibration,
     }  # fmt: skip
     if args.usage_split is not None:
         from build_index.quality.usage_eval import evaluate_usage_split, format_split_report
@@ -49,11 +50,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_calibrate_no_match(args: argparse.Namespace) -> int:
+def cmd_calibrate_score(args: argparse.Namespace) -> int:
     from build_index.model_prepare import MODEL_ID
-    from build_index.quality.calibration import calibrate_no_match
+    from build_index.quality.calibration import calibrate_score, format_calibration
 
-    print(json.dumps(calibrate_no_match(args.training_dir, embedder_for(args), MODEL_ID, args.max_queries)))
+    report = calibrate_score(args.sets, embedder_for(args), MODEL_ID, args.max_queries)
+    print(json.dumps(report) if args.json else format_calibration(report))
     return 0
 
 
@@ -72,11 +74,12 @@ def add_quality_commands(commands: Any) -> None:
         help="run that set's queries against BENCH_DIR's catalog as off-catalog tasks (repeatable)",
     )
     evaluation.add_argument(
-        "--no-match-cosine",
-        type=float,
+        "--calibration",
+        type=Path,
         default=None,
-        help="the no-match threshold to apply (default: the shipped one); leave-one-set-out figures take the "
-        "threshold `calibrate-no-match` gives without this set",
+        metavar="REPORT",
+        help="score and no match fit without this set (`toolrec calibrate-score --json` writes REPORT): the "
+        "leave-one-set-out figures; default: the shipped ones",
     )
     history = evaluation.add_mutually_exclusive_group()
     history.add_argument(
@@ -95,10 +98,12 @@ def add_quality_commands(commands: Any) -> None:
     evaluation.set_defaults(run=cmd_eval)
 
     calibration = commands.add_parser(
-        "calibrate-no-match",
-        help="compute the no-match threshold from sets the model never trained on, and each set's leave-one-out one",
+        "calibrate-score",
+        help="fit the suggestions' score and the no match on sets the model never trained on, and report each set "
+        "with it left out",
     )
-    calibration.add_argument("training_dir", type=Path, nargs="+", help="sets in the benchmark format")
+    calibration.add_argument("sets", type=Path, nargs="+", help="sets in the benchmark format")
     calibration.add_argument("--max-queries", type=int, default=None, help="evenly spaced sample per set")
+    calibration.add_argument("--json", action="store_true", help="print one JSON object")
     model_dir_option(calibration)
-    calibration.set_defaults(run=cmd_calibrate_no_match)
+    calibration.set_defaults(run=cmd_calibrate_score)

@@ -26,7 +26,7 @@ from handler.catalog.names import name_key
 from handler.catalog.tool import _VERSION_SUFFIX, Tool
 from handler.index.load import Index, load_build, rebuild_of
 from handler.index.store import LocalIndexStore, load_latest
-from handler.ranking.no_match import NO_MATCH_COSINE
+from handler.ranking.confidence import SHIPPED, Calibration
 from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend
 from handler.ranking.retriever import Method, Recommendation
@@ -175,7 +175,7 @@ def evaluate(
     with_instruction: bool = False,
     no_match_against: Sequence[Path] = (),
     cache: Path = EVAL_CACHE,
-    no_match_cosine: float | None = NO_MATCH_COSINE,
+    calibration: Calibration | None = SHIPPED,
     usage: UsageLog | None = None,
     queries: Sequence[Query] | None = None,
 ) -> dict[str, Any]:
@@ -197,7 +197,7 @@ def evaluate(
     refused = 0
     for query in queries:
         started = time.perf_counter()
-        found = answer(index, embedder, query.text, method, no_match_cosine)
+        found = answer(index, embedder, query.text, method, calibration)
         latencies.append(time.perf_counter() - started)
         refused += found.no_match
         ranked = [ids[h.index] for h in found.hits]
@@ -220,12 +220,12 @@ def evaluate(
         "reference_bm25": baseline.as_percentages(),
         "own_bm25": own_bm25.as_percentages(),
         "median_latency_ms": round(1000 * statistics.median(latencies), 3) if latencies else None,
-        "no_match_cosine": no_match_cosine,
+        "no_match_probability": None if calibration is None else calibration.no_match,
         "no_match_false_rate": round(100.0 * refused / len(queries), 2) if queries else None,
         "usage": None if index.manifest.usage is None else index.manifest.usage.model_dump(),
     }
     if no_match_against:
-        result["no_match_true_rate"] = off_catalog_refusals(index, embedder, method, no_match_against, no_match_cosine)
+        result["no_match_true_rate"] = off_catalog_refusals(index, embedder, method, no_match_against, calibration)
     result["per_subset"] = {
         name: {"queries": s.queries, **s.as_percentages()} for name, s in sorted(per_subset.items())
     }
@@ -251,11 +251,11 @@ def answer(
     embedder: Embedder,
     text: str,
     method: Method,
-    no_match_cosine: float | None = NO_MATCH_COSINE,
+    calibration: Calibration | None = SHIPPED,
     k: int = K,
 ) -> Recommendation:
     """A query through select's own path (query formation, embeddings, ranking, no match)."""
-    return recommend(index.ranking, embedder, text, None, k, method=method, no_match_cosine=no_match_cosine)
+    return recommend(index.ranking, embedder, text, None, k, method=method, calibration=calibration)
 
 
 def off_catalog_refusals(
@@ -263,13 +263,13 @@ def off_catalog_refusals(
     embedder: Embedder,
     method: Method,
     others: Sequence[Path],
-    no_match_cosine: float | None = NO_MATCH_COSINE,
+    calibration: Calibration | None = SHIPPED,
 ) -> float:
     """Share (%) of other sets' queries answered "no match" by this catalog, each set weighing the same."""
     rates = []
     for other in others:
         queries = benchmark_queries(other, with_instruction=False)
-        refused = sum(answer(index, embedder, q.text, method, no_match_cosine, k=1).no_match for q in queries)
+        refused = sum(answer(index, embedder, q.text, method, calibration, k=1).no_match for q in queries)
         rates.append(refused / len(queries) if queries else 0.0)
     return round(100.0 * statistics.mean(rates), 2) if rates else 0.0
 
@@ -290,7 +290,8 @@ def format_report(result: dict[str, Any]) -> str:
         + "".join(f"{result['reference_bm25'][c]:>11.2f}" for c in columns),
         f"{'own bm25':<34}{result['queries']:>8}" + "".join(f"{result['own_bm25'][c]:>11.2f}" for c in columns),
         f"C@10 gap closed: {result['gap_closed_reference']}% of the reference BM25's, "
-        f"{result['gap_closed_own_bm25']}% of its own BM25's (no match below cosine {result['no_match_cosine']})",
+        f"{result['gap_closed_own_bm25']}% of its own BM25's "
+        f"(no match below probability {result['no_match_probability']})",
     ]
     for name, row in result["per_subset"].items():
         lines.append(f"{name[:33]:<34}{row['queries']:>8}" + "".join(f"{row[c]:>11.2f}" for c in columns))

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from handler.catalog.tool import Tool
 from handler.services.apps import MAX_PENDING_LISTED
 from handler.services.execution import Execution
+from handler.services.select import Suggestion, TaskResult
 
 MAX_TASKS = 16
 MAX_TASK_CHARS = 1_000
@@ -29,6 +30,7 @@ Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_ID_CHARS)]
 # Strict: pydantic's lax mode reads JSON `true` as 1 and "5" as 5 (issue 15); a count is a JSON integer.
 Count = Annotated[int, Field(strict=True, ge=1)]
+Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)]  # a JSON number, never `true`
 
 
 class _Request(BaseModel):
@@ -43,6 +45,10 @@ class _Selecting(_Request):
     gateway_id: Identifier | None = Field(default=None, description="consider only the tools this gateway allows")
     top_k: Count = Field(
         default=SELECT_TOP_K_DEFAULT, description=f"suggestions per task; above {SELECT_TOP_K_MAX} returns that"
+    )
+    min_score: Score | None = Field(
+        default=None,
+        description="drop suggestions whose score is below this (0 to 1); without it, the gateway's floor, if any",
     )
 
     @field_validator("top_k")
@@ -73,15 +79,36 @@ class ToolSuggestion(BaseModel):
     tool_name: str = Field(description="App.ToolName, exactly as the agent calls it")
     description: str
     input_schema: dict[str, Any] = Field(description="JSON Schema of the tool's input")
+    score: float | None = Field(
+        description="the calibrated probability (0 to 1) that this tool is a right one for the task; never rises "
+        "down the list. null in search results: keyword ranking is not calibrated"
+    )
 
     @classmethod
-    def of(cls, tool: Tool) -> ToolSuggestion:
-        return cls(tool_name=tool.name, description=tool.description, input_schema=tool.input_schema)
+    def of(cls, tool: Tool, score: float | None = None) -> ToolSuggestion:
+        return cls(tool_name=tool.name, description=tool.description, input_schema=tool.input_schema, score=score)
+
+    @classmethod
+    def suggested(cls, suggestion: Suggestion) -> ToolSuggestion:
+        return cls.of(suggestion.tool, round(suggestion.score, 4))
 
 
 class TaskSuggestions(BaseModel):
     task: str
     suggestions: list[ToolSuggestion] = Field(description="best first; empty when no usable tool matches the task")
+    empty_reason: Literal["no_match", "nothing_allowed"] | None = Field(
+        default=None,
+        description="why suggestions is empty: no tool the user may use fits (no_match), or this user under this "
+        "gateway may use no tool at all (nothing_allowed); absent when there are suggestions",
+    )
+
+    @classmethod
+    def of(cls, result: TaskResult) -> TaskSuggestions:
+        reason = result.empty_reason
+        if reason == "unavailable":  # REST fails the whole request instead (PRODUCT.md §2)
+            raise ValueError("REST never answers a task as unavailable")
+        return cls(task=result.task, suggestions=[ToolSuggestion.suggested(s) for s in result.suggestions],
+                   empty_reason=reason)  # fmt: skip
 
 
 class SelectResponse(BaseModel):
@@ -231,8 +258,22 @@ class AnthropicToolsResponse(_ToolsPage):
     tools: list[AnthropicTool] = Field(description="a page of the tools the user may use, deferred, catalog order")
 
 
-class AnthropicSearchResponse(BaseModel):
+class ScoredTool(BaseModel):
+    tool_name: ListedName
+    score: float = Field(description="the calibrated probability (0 to 1) that the tool is a right one for the task")
+
+
+class _ProviderSearch(BaseModel):
     query_id: str = Field(description="identifies this recommendation; pass it to execute to link the call")
+    scores: list[ScoredTool] = Field(
+        description="each tool found, best first, with its score: for the application, not to send to the model"
+    )
+    empty_reason: Literal["no_match", "nothing_allowed"] | None = Field(
+        default=None, description="why nothing was found, as in /v1/tools/select; absent when tools were"
+    )
+
+
+class AnthropicSearchResponse(_ProviderSearch):
     tool_result: AnthropicToolResult = Field(description="the content block to answer the search's tool_use with")
 
 
@@ -265,6 +306,5 @@ class OpenAIToolsResponse(_ToolsPage):
     tools: list[OpenAIFunctionTool] = Field(description="a page of the tools the user may use, deferred, catalog order")
 
 
-class OpenAISearchResponse(BaseModel):
-    query_id: str = Field(description="identifies this recommendation; pass it to execute to link the call")
+class OpenAISearchResponse(_ProviderSearch):
     tool_search_output: OpenAIToolSearchOutput = Field(description="the input item that answers the search call")

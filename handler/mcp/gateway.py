@@ -138,10 +138,10 @@ class GatewayHost:
         for result in selection.results:
             entry: dict[str, Any] = {
                 "task": result.task,
-                "tools": [ToolSuggestion.of(t).model_dump() for t in result.tools],
+                "tools": [ToolSuggestion.suggested(s).model_dump() for s in result.suggestions],
             }
-            if not result.tools:
-                entry["empty_reason"] = "unavailable" if result.unavailable else "no_match"
+            if result.empty_reason is not None:
+                entry["empty_reason"] = result.empty_reason
             results.append(entry)
         return {"query_id": selection.query_id, "results": results}
 

@@ -126,11 +126,12 @@ def meta_tools(namespace: str) -> list[types.Tool]:
                 "Step 1 of 2: find the tools to do something. Many tools are available through this server but "
                 "not listed; describe what you need and get the ones that fit. Put each separate action in "
                 'its own entry of `tasks` (e.g. ["send a Slack message to #ops", "create a GitHub issue"]). '
-                f"For each task you get up to {TOOLS_PER_TASK} tools, best first, each with its full input_schema, "
-                f"and one query_id for the whole call. Then call {use} with a tool_name from the result, inputs "
-                "that follow its input_schema, and the query_id. A task with no tools has empty_reason: "
-                "'no_match' (nothing you may use fits; rephrase or tell the user) or 'unavailable' (the lookup "
-                "failed; retrying may work)."
+                f"For each task you get up to {TOOLS_PER_TASK} tools, best first, each with its full input_schema "
+                "and a score (the probability, 0 to 1, that it is a right tool for the task), and one query_id "
+                f"for the whole call. Then call {use} with a tool_name from the result, inputs that follow its "
+                "input_schema, and the query_id. A task with no tools has empty_reason: 'no_match' (nothing you "
+                "may use fits; rephrase or tell the user), 'nothing_allowed' (this user may use no tool here) or "
+                "'unavailable' (the lookup failed; retrying may work)."
             ),
             input_schema=input_schema(SelectArguments),
             annotations=types.ToolAnnotations(title="Find tools", read_only_hint=True, idempotent_hint=True),

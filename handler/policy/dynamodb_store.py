@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -71,7 +72,12 @@ class TableNames:
 
 def _to_item(keys: Mapping[str, str], record: BaseModel) -> dict[str, Any]:
     fields = record.model_dump(mode="json", exclude_none=True)
-    return {name: _serializer.serialize(value) for name, value in {**fields, **keys}.items()}
+    return {name: _serializer.serialize(_number(value)) for name, value in {**fields, **keys}.items()}
+
+
+def _number(value: Any) -> Any:
+    """DynamoDB numbers are decimals: boto3 refuses a float (a gateway's min_score) and reads back a Decimal."""
+    return Decimal(repr(value)) if isinstance(value, float) else value
 
 
 def _from_item(model: type[M], item: Mapping[str, Any]) -> M:

@@ -50,6 +50,7 @@ ToolPattern = Annotated[str, AfterValidator(_tool_pattern)]
 ToolName = Annotated[str, AfterValidator(_tool_name)]
 Identifier = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\s#]+$")]
 Recommendation = Literal["on", "off", "auto"]
+Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]  # a calibrated probability (PRODUCT.md §2)
 
 
 class Gateway(BaseModel):
@@ -57,6 +58,7 @@ class Gateway(BaseModel):
 
     ``pinned`` tools are listed beside the meta-tools whenever the gateway recommends, in this order, so every
     client's static tool list stays the same between requests (PRODUCT.md §7); policy still decides who sees them.
+    ``min_score`` is the floor select applies to its suggestions when a request sets none (PRODUCT.md §2).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,6 +67,7 @@ class Gateway(BaseModel):
     allowed: tuple[ToolPattern, ...] = ()
     recommendation: Recommendation = "auto"
     pinned: Annotated[tuple[ToolName, ...], AfterValidator(_pins)] = ()
+    min_score: Score | None = Field(default=None, description="select's default floor on a suggestion's score")
 
 
 class AccessRule(BaseModel):

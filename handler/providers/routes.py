@@ -9,7 +9,7 @@ with select's answer for its one task, in the provider's shape: the same service
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
@@ -24,7 +24,9 @@ from handler.api.schemas import (
     OpenAISearchRequest,
     OpenAISearchResponse,
     OpenAIToolsResponse,
+    ScoredTool,
 )
+from handler.catalog.names import listed_name
 from handler.catalog.tool import Tool
 from handler.policy.model import Principal
 from handler.providers import anthropic, openai
@@ -66,7 +68,14 @@ UsablePageDep = Annotated[_UsablePage, Depends(_usable_page)]
 
 def _select(body: AnthropicSearchRequest | OpenAISearchRequest, principal: Principal, services: Services) -> Selection:
     caller = services.access.caller(principal, body.user_id, body.gateway_id)
-    return services.finder.select(caller, [body.task], body.context, body.top_k)
+    return services.finder.select(caller, [body.task], body.context, body.top_k, body.min_score)
+
+
+def _scored(selection: Selection) -> dict[str, Any]:
+    """What both providers' answers carry beside the provider's own shape: the query_id, scores, empty_reason."""
+    task = selection.results[0]
+    scores = [ScoredTool(tool_name=listed_name(s.tool.name), score=round(s.score, 4)) for s in task.suggestions]
+    return {"query_id": selection.query_id, "scores": scores, "empty_reason": task.empty_reason}
 
 
 @router.get("/anthropic/tools", response_model=AnthropicToolsResponse, summary="Tools for Anthropic, deferred")
@@ -84,10 +93,9 @@ def anthropic_tools(page: UsablePageDep, services: ServicesDep) -> AnthropicTool
 def anthropic_search(
     body: AnthropicSearchRequest, principal: PrincipalDep, services: ServicesDep
 ) -> AnthropicSearchResponse:
-    selection = _select(body, principal, services)
-    found = selection.results[0].tools
+    result = _select(body, principal, services)
     return AnthropicSearchResponse(
-        query_id=selection.query_id, tool_result=anthropic.search_result(body.tool_use_id, found)
+        **_scored(result), tool_result=anthropic.search_result(body.tool_use_id, result.results[0].tools)
     )
 
 
@@ -104,8 +112,7 @@ def openai_tools(page: UsablePageDep) -> OpenAIToolsResponse:
 
 @router.post("/openai/search", response_model=OpenAISearchResponse, summary="Answer a client-executed tool_search")
 def openai_search(body: OpenAISearchRequest, principal: PrincipalDep, services: ServicesDep) -> OpenAISearchResponse:
-    selection = _select(body, principal, services)
-    found = selection.results[0].tools
+    result = _select(body, principal, services)
     return OpenAISearchResponse(
-        query_id=selection.query_id, tool_search_output=openai.search_output(body.call_id, found)
+        **_scored(result), tool_search_output=openai.search_output(body.call_id, result.results[0].tools)
     )

@@ -7,7 +7,7 @@ receives (PRODUCT.md §5: C@5 at ``top_k`` 5, the no match applied).
 from __future__ import annotations
 
 from handler.ranking.arrays import BoolArray
-from handler.ranking.no_match import NO_MATCH_COSINE
+from handler.ranking.confidence import SHIPPED, Calibration
 from handler.ranking.query import Embedder, embed_query, query_text
 from handler.ranking.retriever import Method, RankingIndex, Recommendation
 
@@ -20,9 +20,9 @@ def recommend(
     k: int,
     allowed: BoolArray | None = None,
     method: Method = Method.HYBRID,
-    no_match_cosine: float | None = NO_MATCH_COSINE,
+    calibration: Calibration | None = SHIPPED,
 ) -> Recommendation:
     """Up to ``k`` allowed tools for the task, best first, or none when nothing allowed matches it."""
     query = query_text(task, context)
     vectors = None if method is Method.BM25 else embed_query(embedder, query)
-    return ranking.recommend(query.lexical, vectors, k, allowed, method, no_match_cosine)
+    return ranking.recommend(query.lexical, vectors, k, allowed, method, calibration)

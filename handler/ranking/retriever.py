@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
+import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
 from handler.ranking.arrays import BoolArray, FloatArray
 from handler.ranking.bm25 import BM25Index
-from handler.ranking.catalog_words import CatalogWords
+from handler.ranking.confidence import SHIPPED, Calibration, Signals, features
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import reciprocal_rank_fusion
-from handler.ranking.no_match import NO_MATCH_COSINE
+from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
 from handler.ranking.topk import top_k
 from handler.ranking.usage import UsageEvidence, companion_votes, with_past_tasks
 
@@ -30,6 +31,7 @@ class Hit:
     index: int
     score: float
     semantic: float | None = None  # the tool's cosine with the query, when the query was embedded
+    probability: float | None = None  # calibrated: that it is a right tool for the query (confidence.py)
 
 
 @dataclass(frozen=True)
@@ -43,20 +45,32 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
+class Ranked:
+    chosen: list[int]  # the k best allowed tools, best first
+    scores: FloatArray  # the ranking's, over every tool (-inf: not allowed)
+    cosines: FloatArray | None  # None when the query was not embedded (BM25 alone)
+    best: float | None  # the best cosine of any allowed tool
+    named: bool  # the task names an allowed tool, or one holds half its words: never refused
+    evidence: npt.NDArray[np.float64] | None  # one row of confidence.FEATURES per chosen tool
+
+
+@dataclass(frozen=True)
 class RankingIndex:
     names: Sequence[str]
     bm25: BM25Index
     dense: DenseScorer
     analyzer: Callable[[str], list[str]]
     usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
+    lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
-    _words: CatalogWords = field(init=False, repr=False, compare=False)
+    _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # The one resolver of a spelling (handler/catalog/names.py): the build's own when it is given one.
         resolver = self.names if isinstance(self.names, ToolNames) else ToolNames(self.names)
         object.__setattr__(self, "_resolver", resolver)
-        object.__setattr__(self, "_words", CatalogWords(self.bm25.vocabulary, self.names, self.analyzer))
+        lexical = LexicalAnalysis(self.bm25.vocabulary, self.names, self.analyzer, self.lexicon)
+        object.__setattr__(self, "_lexical", lexical)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -78,7 +92,7 @@ class RankingIndex:
         (query.embed_query); unused by BM25 alone, which returns only tools sharing a term with the query.
         A query equal to an allowed tool's name ranks it first.
         """
-        return list(self.recommend(query, query_vector, k, allowed, method, no_match_cosine=None).hits)
+        return list(self.recommend(query, query_vector, k, allowed, method, calibration=None).hits)
 
     def recommend(
         self,
@@ -87,14 +101,36 @@ class RankingIndex:
         k: int,
         allowed: BoolArray | None = None,
         method: Method = Method.HYBRID,
-        no_match_cosine: float | None = NO_MATCH_COSINE,
+        calibration: Calibration | None = SHIPPED,
     ) -> Recommendation:
-        """``rank``, with the calibrated no match decided over every allowed tool's cosine, not the k shown:
-        a property of the query and the allowed tools, never of k (PRODUCT.md §2). ``None`` never refuses."""
+        """``rank``, each hit with its calibrated probability (confidence.py), and the no match decided on the
+        first one's: a property of the query and the allowed tools, never of k (PRODUCT.md §2). With
+        ``calibration`` None, no probability and no refusal."""
+        found = self.ranked(query, query_vector, k, allowed, method)
+        scores, cosines = found.scores, found.cosines
+        if cosines is None or found.evidence is None or calibration is None:
+            hits = (Hit(i, float(scores[i]), None if cosines is None else float(cosines[i])) for i in found.chosen)
+            return Recommendation(tuple(hits), found.best)
+        probability = calibration.probabilities(found.evidence).tolist()
+        if calibration.refuses(probability[0]) and not found.named:  # never refuse a task that names its tool
+            return Recommendation((), found.best)
+        rows = zip(found.chosen, probability, strict=True)
+        return Recommendation(tuple(Hit(i, float(scores[i]), float(cosines[i]), p) for i, p in rows), found.best)
+
+    def ranked(
+        self,
+        query: str,
+        query_vector: FloatArray | None,
+        k: int,
+        allowed: BoolArray | None = None,
+        method: Method = Method.HYBRID,
+    ) -> Ranked:
+        """The k best allowed tools with what the score reads of them (confidence.py), before any refusal."""
         if allowed is None:
             allowed = np.ones(len(self), dtype=bool)
-        terms = list(dict.fromkeys(self._words.expand(self.analyzer(query), query)))  # analyzed once, read twice
-        scores, cosines = self._scores(terms, query_vector, allowed, method)
+        lexical = self.lexical_query(query)  # analyzed once, read twice
+        words = self.bm25.score_weighted(lexical.weights)
+        scores, cosines = self._scores(words, query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
@@ -102,41 +138,41 @@ class RankingIndex:
             exact = None
         if exact is not None:
             scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
-        best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
-        weak = no_match_cosine is not None and best is not None and best < no_match_cosine
-        if weak and exact is None and not self._words_name_a_tool(terms, allowed):  # a named tool is never refused
-            return Recommendation((), best)
-        hits = (Hit(int(i), float(scores[i]), None if cosines is None else float(cosines[i])) for i in top_k(scores, k))
-        return Recommendation(tuple(hits), best)
+        chosen = top_k(scores, k).tolist()
+        if cosines is None or not chosen:
+            best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
+            return Ranked(chosen, scores, cosines, best, exact is not None, None)
+        held = self.bm25.terms_held(lexical.terms)
+        # A task half of whose words one allowed tool holds is in the catalog's own words ("find the open PRs
+        # assigned to me"): a match even where the model's cosine is low for it. One shared word is not.
+        named = exact is not None or (bool(lexical.terms) and int(held[allowed].max()) * 2 >= len(lexical.terms))
+        share = (held / max(len(lexical.terms), 1)).astype(np.float32)
+        parts = 0 if query_vector is None or query_vector.ndim == 1 else len(query_vector) - 1
+        signals = Signals(words, cosines, scores, share, len(lexical.terms), parts, allowed)
+        return Ranked(chosen, scores, cosines, float(cosines[allowed].max()), named, features(signals, chosen))
+
+    def lexical_query(self, query: str) -> LexicalQuery:
+        return self._lexical.query(query)
 
     def _scores(
-        self, terms: list[str], query_vector: FloatArray | None, allowed: BoolArray, method: Method
+        self, words: FloatArray, query_vector: FloatArray | None, allowed: BoolArray, method: Method
     ) -> tuple[FloatArray, FloatArray | None]:
-        """The ranking scores, and the cosines they came from (None for BM25 alone: no query vector)."""
+        """The ranking scores from the lexical ones, and the cosines they came from (None for BM25 alone)."""
         if method is Method.BM25:
-            return self.bm25.score(terms), None
+            return words, None
         if query_vector is None:
             raise ValueError(f"the {method} method needs a query vector")
         semantic = self._semantic(query_vector)
         if method is Method.DENSE:
             return semantic, semantic
         if self.usage is None:
-            return reciprocal_rank_fusion(self.bm25.score(terms), semantic, allowed), semantic
+            return reciprocal_rank_fusion(words, semantic, allowed), semantic
         task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
         lifted = with_past_tasks(semantic, self.usage, task_vector)
-        fused = reciprocal_rank_fusion(self.bm25.score(terms), lifted, allowed)
+        fused = reciprocal_rank_fusion(words, lifted, allowed)
         fused = fused + companion_votes(self.usage, fused, allowed)
         # The no match and each hit's cosine stay the text's: usage reorders what the text finds, never more.
         return fused, semantic
-
-    def _words_name_a_tool(self, terms: list[str], allowed: BoolArray) -> bool:
-        """Whether one allowed tool holds at least half of the query's words (as the catalog words expand them):
-        a short task in the catalog's own words ("find the open PRs assigned to me") is a match even where the
-        model's cosine is low for it, so no-match never refuses it; an unrelated task sharing one word is not."""
-        if not terms:
-            return False
-        held = self.bm25.terms_held(terms)
-        return bool(allowed.any()) and int(held[allowed].max()) * 2 >= len(terms)
 
     def _semantic(self, query_vector: FloatArray) -> FloatArray:
         """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best."""

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 import numpy as np
 
@@ -32,11 +33,26 @@ log = logging.getLogger(__name__)
 SECONDS_PER_DAY = 86_400
 
 
+EmptyReason = Literal["no_match", "nothing_allowed", "unavailable"]
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    tool: Tool
+    score: float  # the calibrated probability that the tool is a right one for the task (PRODUCT.md §2)
+
+
 @dataclass(frozen=True)
 class TaskResult:
     task: str
-    tools: tuple[Tool, ...]
-    unavailable: bool = False  # the lookup for this task failed (only with isolate_failures)
+    suggestions: tuple[Suggestion, ...]
+    # Why there are no suggestions: nothing fits, this user under this gateway may use no tool, or (only with
+    # isolate_failures) the lookup for this task failed.
+    empty_reason: EmptyReason | None = None
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(s.tool for s in self.suggestions)
 
 
 @dataclass(frozen=True)
@@ -73,31 +89,46 @@ class ToolFinder:
         return index, self.access.allowed_mask(index.table, caller.user_id, caller.gateway)
 
     def select(
-        self, caller: Caller, tasks: Sequence[str], context: str | None, top_k: int, isolate_failures: bool = False
+        self,
+        caller: Caller,
+        tasks: Sequence[str],
+        context: str | None,
+        top_k: int,
+        min_score: float | None = None,
+        isolate_failures: bool = False,
     ) -> Selection:
-        """Up to ``top_k`` tools per task, best first, among the tools the user may use under the gateway.
+        """Up to ``top_k`` tools per task, best first, among the tools the user may use under the gateway, each
+        scored at least ``min_score`` (else the gateway's floor, if it sets one).
 
         With ``isolate_failures`` (MCP SelectTools), a task whose lookup fails comes back ``unavailable``
         instead of failing the others (PRODUCT.md §3).
         """
         started = time.perf_counter()
         index, allowed = self._scope(caller)
+        floor = min_score if min_score is not None else caller.gateway.min_score if caller.gateway else None
         results = []
         for task in tasks:
+            if not allowed.any():
+                results.append(TaskResult(task, (), "nothing_allowed"))
+                continue
             try:
                 found = recommend(index.ranking, self.embedder, task, context, top_k, allowed)
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")
                 if isolate_failures:
-                    results.append(TaskResult(task, (), unavailable=True))
+                    results.append(TaskResult(task, (), "unavailable"))
                     continue
                 message = "the tool lookup failed; retry the request"
                 raise ServiceUnavailableError(message, public=message) from exc
-            tools = tuple(index.tools[h.index] for h in found.hits)  # none: the calibrated no match
-            results.append(TaskResult(task, tools))
+            kept = tuple(
+                Suggestion(index.tools[h.index], h.probability or 0.0)
+                for h in found.hits
+                if floor is None or (h.probability or 0.0) >= floor
+            )
+            results.append(TaskResult(task, kept, None if kept else "no_match"))  # none: the calibrated no match
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
-        no_match = sum(1 for r in results if not r.tools and not r.unavailable)
+        no_match = sum(1 for r in results if r.empty_reason == "no_match")
         observability.record_select(1000 * (time.perf_counter() - started), len(results), no_match)
         self._log_query(selection, caller)
         return selection

@@ -20,13 +20,8 @@ router = APIRouter(prefix="/v1/tools", tags=["tools"])
 @router.post("/select", response_model=SelectResponse, summary="The best tools for each task")
 def select_tools(body: SelectRequest, principal: PrincipalDep, services: ServicesDep) -> SelectResponse:
     caller = services.access.caller(principal, body.user_id, body.gateway_id)
-    selection = services.finder.select(caller, body.tasks, body.context, body.top_k)
-    return SelectResponse(
-        query_id=selection.query_id,
-        results=[
-            TaskSuggestions(task=r.task, suggestions=[ToolSuggestion.of(t) for t in r.tools]) for r in selection.results
-        ],
-    )
+    selection = services.finder.select(caller, body.tasks, body.context, body.top_k, body.min_score)
+    return SelectResponse(query_id=selection.query_id, results=[TaskSuggestions.of(r) for r in selection.results])
 
 
 @router.post("/search", response_model=SearchResponse, summary="Tools ranked by keyword match (BM25)")

@@ -1,0 +1,116 @@
+"""How sure the ranking is: each suggestion's calibrated probability of being a right tool for the task.
+
+A logistic model over what the ranking already knows of a suggestion (PRODUCT.md §2 ``score``): its cosine and how
+far it lies below the best one, how many of the task's words it holds, its place in each signal and in the fused
+list, how crowded the catalog is around the best cosine, and the task's shape (its words, its parts). Fit on sets
+the service was never tuned on, one set left out at a time (``toolrec calibrate-score``; README "Quality"
+reports each set's calibration), so that 0.8 means right about 8 times in 10 on a catalog never seen. Down the
+list the score never rises (``probabilities`` keeps the running minimum): an agent reads the list in order.
+
+The no match is this probability too: a task whose first suggestion is less likely right than
+``NO_MATCH_PROBABILITY`` gets none (no_match.py chose it, the same way it chose the cosine it replaces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from handler.ranking.arrays import BoolArray, FloatArray
+
+FEATURES = (
+    "cosine",
+    "below_best_cosine",
+    "words_held",
+    "lexical_place",
+    "semantic_place",
+    "place",
+    "fused_share",
+    "crowding",
+    "query_words",
+    "query_parts",
+    "allowed_tools",
+    "place_x_parts",
+    "place_x_words",
+)
+# `toolrec calibrate-score` over the visible sets (README "Quality"): refit with every model or ranking change.
+WEIGHTS = np.zeros(len(FEATURES), dtype=np.float64)
+BIAS = 0.0
+NO_MATCH_PROBABILITY = 0.0
+CROWD_COSINE = 0.05  # tools this close below the best cosine compete with it
+
+
+@dataclass(frozen=True)
+class Signals:
+    """One task's ranking evidence over every tool (disallowed tools included: ``allowed`` masks them)."""
+
+    lexical: FloatArray  # BM25
+    semantic: FloatArray  # cosines (a tool's best with the task or any of its parts)
+    fused: FloatArray
+    words_held: FloatArray  # share of the task's own terms each tool holds, in [0, 1]
+    query_words: int
+    query_parts: int
+    allowed: BoolArray
+
+
+Rows = npt.NDArray[np.float64]
+
+
+def _places(scores: FloatArray, eligible: BoolArray, chosen: Sequence[int]) -> Rows:
+    """How many eligible tools score strictly above each chosen one."""
+    pool = scores[eligible]
+    return np.array([(pool > scores[i]).sum() for i in chosen], dtype=np.float64)
+
+
+def features(signals: Signals, chosen: Sequence[int]) -> Rows:
+    """One row per chosen tool (best first), in FEATURES order."""
+    allowed = signals.allowed
+    cosine = signals.semantic[chosen].astype(np.float64)
+    best = float(signals.semantic[allowed].max())
+    lexical_place = _places(signals.lexical, allowed & (signals.lexical > 0), chosen)
+    matched = signals.lexical[chosen] > 0
+    place = np.arange(len(chosen), dtype=np.float64)
+    top = float(signals.fused[chosen[0]])
+    words = np.log1p(signals.query_words)
+    parts = np.log1p(signals.query_parts)
+    columns = (
+        cosine,
+        best - cosine,
+        signals.words_held[chosen].astype(np.float64),
+        np.where(matched, 1.0 / (1.0 + lexical_place), 0.0),
+        1.0 / (1.0 + _places(signals.semantic, allowed, chosen)),
+        1.0 / (1.0 + place),
+        signals.fused[chosen] / top if top > 0 else np.ones(len(chosen)),
+        np.full(len(chosen), np.log1p(int((signals.semantic[allowed] >= best - CROWD_COSINE).sum()))),
+        np.full(len(chosen), words),
+        np.full(len(chosen), parts),
+        np.full(len(chosen), np.log(int(allowed.sum()))),
+        parts / (1.0 + place),
+        words / (1.0 + place),
+    )
+    return np.stack(columns, axis=1)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A fitted model: its weights over FEATURES, and the probability below which a task gets no tool."""
+
+    weights: npt.NDArray[np.float64]
+    bias: float
+    no_match: float | None  # None: never refuse
+
+    def probabilities(self, rows: Rows) -> Rows:
+        """The calibrated probability of each row (best first), never rising down the list."""
+        if not len(rows):
+            return np.empty(0, dtype=np.float64)
+        raw = 1.0 / (1.0 + np.exp(-(rows @ self.weights + self.bias)))
+        return np.minimum.accumulate(raw)
+
+    def refuses(self, first: float) -> bool:
+        return self.no_match is not None and first < self.no_match
+
+
+SHIPPED = Calibration(WEIGHTS, BIAS, NO_MATCH_PROBABILITY)
