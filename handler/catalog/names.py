@@ -4,6 +4,7 @@ Callers spell a name several ways: ``Slack.SendMessage`` as REST lists it, ``Sla
 model providers list it (they refuse dots), in another case. All mean one tool, so a lookup folds case and
 ``_``/``.``. Two catalog names that fold alike would make that ambiguous (a deny of one spelling missed the tool
 that another ran, issue 15 item 3), so the build refuses them and an index that holds them is refused when loaded.
+Every name is one an access rule can name exactly (``name_problem``, issue 22).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from handler.errors import IntegrityError
 _LISTABLE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _UNLISTABLE_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 _HASH_CHARS = 8
+# A pattern's wildcard, and what separates words on a command line: a name holding either builds, but no rule or
+# pin could name it exactly (issue 22).
+_UNNAMEABLE = re.compile(r"[\s*]")
 
 
 def name_key(name: str) -> str:
@@ -38,6 +42,16 @@ def listed_name(name: str) -> str:
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
     prefix = _UNLISTABLE_CHAR.sub("_", underscored)[: 64 - _HASH_CHARS - 1]
     return f"{prefix}_{digest}"
+
+
+def name_problem(name: str) -> str | None:
+    """Why an access rule or a pin could not name this tool exactly, or None: the one rule ``toolrec build`` holds
+    catalog names to and ``toolrec policy`` holds exact names to."""
+    if not name.strip():
+        return "is empty"
+    if _UNNAMEABLE.search(name):
+        return "holds whitespace or '*', so no access rule or pin could name it"
+    return None
 
 
 def own_tool_name(namespace: str, tool: str) -> str:
