@@ -25,6 +25,7 @@ from build_index.mcp_ingest import ingest, merge
 from build_index.publish import publish
 from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
 from build_index.usage import evidence_digest, fold_usage, read_usage
+from handler.catalog.names import DEFAULT_NAMESPACE
 from handler.catalog.tool import Tool
 from handler.errors import ToolrecError
 from handler.index.format import MANIFEST, BuiltIndex, catalog_digest, read_manifest
@@ -46,13 +47,19 @@ def refreshed_tools(
     upstreams: Sequence[Upstream],
     environ: Mapping[str, str],
     read_secret: SecretReader | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> list[Tool]:
     urls = {upstream.url for upstream in upstreams}
     kept = [t for t in current if not (t.executor and t.executor.kind == "mcp" and t.executor.target in urls)]
     fresh = [
         tool
         for upstream in upstreams
-        for tool in ingest(upstream.url, upstream.app, headers=resolve_headers(upstream.headers, environ, read_secret))
+        for tool in ingest(
+            upstream.url,
+            upstream.app,
+            headers=resolve_headers(upstream.headers, environ, read_secret),
+            namespace=namespace,
+        )
     ]
     return merge(kept, fresh)
 
@@ -69,19 +76,22 @@ def refresh(
     s3_client: Any = None,
     dynamodb_client: Any = None,
     read_secret: SecretReader | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> RefreshResult:
     """Rebuild and publish ``location`` if its upstream tools or, with ``usage`` (a ``--usage`` source), the usage
     evidence changed; the current build must exist. With ``golden``, the new build must pass the drift check
-    before LATEST moves (DriftError: nothing is published)."""
+    before LATEST moves (DriftError: nothing is published). ``namespace``: the serving function's, whose own tools'
+    names the new build may not hold."""
     store = open_store(location, s3_client)
     with tempfile.TemporaryDirectory(prefix="toolrec-refresh-") as scratch:
         build_id = store.latest_build_id()  # none published: IndexNotPublishedError says to run `toolrec build`
         directory = store.fetch(build_id, Path(scratch))
         manifest = read_manifest((directory / MANIFEST).read_bytes())
-        # Verified against its own model: a build from another model is still a valid source of tool records.
-        loaded = load_build(directory, manifest.model.fingerprint)
+        # Verified against its own model and not for serving: a build from another model, or holding names now
+        # reserved (its upstream tools are renamed as they are read again), is still a valid source of tool records.
+        loaded = load_build(directory, manifest.model.fingerprint, namespace=None)
         current = list(loaded.tools)
-        tools = refreshed_tools(current, upstreams, environ, read_secret) if upstreams else current
+        tools = refreshed_tools(current, upstreams, environ, read_secret, namespace) if upstreams else current
         digest = catalog_digest(tools)
         same_tools = digest == manifest.catalog_sha256 and manifest.model.fingerprint == embedder.fingerprint
         log = read_usage(usage, time.time(), dynamodb_client) if usage else None
@@ -91,7 +101,7 @@ def refresh(
         # Unchanged tools keep their vectors: only new usage is embedded.
         built = rebuild_of(directory, loaded, current) if same_tools else None
     if built is None:
-        built = index_tools(tools, embedder, model_id, progress=False)
+        built = index_tools(tools, embedder, model_id, progress=False, namespace=namespace)
     if log is not None and usage is not None:
         names = [t.name for t in tools]
         built = replace(built, usage=fold_usage(log, names, lambda texts: embed_texts(texts, embedder), usage))

@@ -223,13 +223,13 @@ def with_usage(built: BuiltIndex, source: str, embed: Callable[[Sequence[str]], 
     return replace(built, usage=evidence)
 
 
-def published_build(location: str, model_fingerprint: str) -> BuiltIndex:
+def published_build(location: str, model_fingerprint: str, namespace: str) -> BuiltIndex:
     """The latest build at ``location`` as the build step's value again, its usage left out: rebuilding it with
-    fresh usage costs the past tasks' embeddings only, not the catalog's."""
+    fresh usage costs the past tasks' embeddings only, not the catalog's. ``namespace``: as the index load reads it."""
     with tempfile.TemporaryDirectory() as cache:
         store = open_store(location)
         directory = store.fetch(store.latest_build_id(), Path(cache))
-        return rebuild_of(directory, load_build(directory, model_fingerprint))
+        return rebuild_of(directory, load_build(directory, model_fingerprint, namespace=namespace))
 
 
 def _co_usage(groups: Sequence[tuple[int, ...]], tool_count: int) -> dict[str, Any]:

@@ -58,6 +58,7 @@ def build_app(
         settings.index_refresh_seconds,
         learn_from_use=settings.learn_from_use,
         threads=settings.intra_op_threads,
+        namespace=settings.mcp_namespace,
     )
     holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
     app = create_app(
