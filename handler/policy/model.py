@@ -124,6 +124,7 @@ class ExecutionRecord(BaseModel):
 
     tool_name: str
     user_id: str
+    key_id: str | None = None  # the API key that ran it (None: recorded before keys were)
     at: datetime
     outcome: str = Field(description="ok, error, authorization_required, ...")
 
@@ -134,7 +135,8 @@ class QueryRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query_id: str
-    user_id: str
+    user_id: str  # asserted by the key: any key may name any user (docs/security.md)
+    key_id: str | None = None  # the API key that asked (None: logged before keys were)
     gateway_id: str | None = None  # optional: DynamoDB items omit None attributes
     tasks: tuple[str, ...]
     recommended: tuple[tuple[str, ...], ...] = Field(description="tool names per task, in task order")
