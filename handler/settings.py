@@ -38,7 +38,11 @@ class Settings(BaseSettings):
     connections_table: str | None = Field(default=None, description="DynamoDB table: apps and user connections")
     api_keys_table: str | None = Field(default=None, description="DynamoDB table: hashed API keys")
     query_log_table: str | None = Field(default=None, description="DynamoDB table: query log (TTL expires_at)")
-    policy_cache_seconds: float = Field(default=30.0, ge=0, description="per-instance cache of policy lookups")
+    policy_cache_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="per-instance cache of DynamoDB policy lookups (the local file is read as it changes)",
+    )
     query_log_ttl_days: int = Field(default=30, ge=1, le=3650)
     learn_from_use: bool = Field(default=True, description="rank with the usage evidence an index holds, if any")
 
