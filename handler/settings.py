@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     )
     query_log_ttl_days: int = Field(default=30, ge=1, le=3650)
     learn_from_use: bool = Field(default=True, description="rank with the usage evidence an index holds, if any")
+    max_tool_seconds: float | None = Field(
+        default=None, gt=0, description="the longest one tool call may run, whatever its catalog timeout_s"
+    )
 
     mcp_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=NAMESPACE_PATTERN)
     api_key: SecretStr | None = Field(default=None, description="local bootstrap API key (toolrec serve)")
