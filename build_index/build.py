@@ -13,7 +13,7 @@ import numpy as np
 
 from build_index.catalog_io import MAX_REPORTED
 from handler.catalog.json_limits import schema_problems
-from handler.catalog.names import describe_collisions
+from handler.catalog.names import DEFAULT_NAMESPACE, describe_collisions, describe_reserved
 from handler.catalog.tool import Tool
 from handler.errors import CatalogError
 from handler.index.format import BuiltIndex, ModelRef
@@ -41,9 +41,12 @@ def index_tools(
     progress: bool = True,
     model_dir: Path | None = None,
     workers: int = 1,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> BuiltIndex:
-    """Index a catalog. With ``model_dir`` and ``workers`` > 1, large catalogs embed in worker processes."""
-    problem = describe_collisions([tool.name for tool in tools])
+    """Index a catalog. With ``model_dir`` and ``workers`` > 1, large catalogs embed in worker processes.
+    ``namespace``: the deployment's (``TOOLREC_MCP_NAMESPACE``), whose own tools' names no catalog tool may take."""
+    names = [tool.name for tool in tools]
+    problem = describe_collisions(names) or describe_reserved(names, namespace)
     if problem is not None:  # read_catalogs names the rows; this holds for tools that arrive any other way
         raise CatalogError(f"nothing was built: {problem}")
     check_schemas(tools)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from handler.catalog.names import name_key
+from handler.catalog.names import name_key, name_problem
 from handler.catalog.tool import Tool
 from handler.errors import CatalogError
 
@@ -37,6 +37,10 @@ def read_catalogs(paths: Sequence[Path]) -> list[Tool]:
                 problems.append(
                     f"{where}: {_describe(exc) if isinstance(exc, ValidationError) else f'not JSON ({exc})'}"
                 )
+                continue
+            unnameable = name_problem(tool.name)
+            if unnameable is not None:  # it would build, and `toolrec policy` could not name it
+                problems.append(f"{where}: tool name {tool.name!r} {unnameable}")
                 continue
             key = name_key(tool.name)
             if key in seen:

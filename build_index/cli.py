@@ -46,26 +46,31 @@ def cmd_model_finetune(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    import os
+
     from build_index.build import default_workers, embed_texts, index_tools
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
+    from handler.settings import configured_namespace
 
     model_dir = args.model_dir or default_model_dir()
     embedder = embedder_for(args)
+    namespace = configured_namespace(os.environ)
     if args.from_index:
         from build_index.usage import published_build
 
         if args.catalog or args.from_mcp:
             raise CatalogError("--from-index rebuilds that index's own tools: give it without --catalog/--from-mcp")
-        built = published_build(args.from_index, embedder.fingerprint)
+        built = published_build(args.from_index, embedder.fingerprint, namespace)
     else:
         built = index_tools(
-            _catalog_tools(args),
+            _catalog_tools(args, namespace),
             embedder,
             MODEL_ID,
             progress=not args.quiet,
             model_dir=model_dir,
             workers=default_workers(),
+            namespace=namespace,
         )
     if args.usage:
         from build_index.usage import with_usage
@@ -85,14 +90,15 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _catalog_tools(args: argparse.Namespace) -> list[Any]:
+def _catalog_tools(args: argparse.Namespace, namespace: str) -> list[Any]:
     from build_index.catalog_io import read_catalogs
 
     tools = read_catalogs(args.catalog) if args.catalog else []
     if args.from_mcp:
         from build_index.mcp_ingest import merge, tools_from_mcp
 
-        tools = merge(tools, tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out, args.header))
+        ingested = tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out, args.header, namespace)
+        tools = merge(tools, ingested)
     if not tools:
         raise CatalogError("nothing to build: give --catalog, --from-mcp or --from-index")
     return tools

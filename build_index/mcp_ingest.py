@@ -2,7 +2,10 @@
 
 Each tool becomes ``App.ToolName`` (App from ``--mcp-app`` or the server's name; ToolName from ``tool_parts``, one the
 catalog accepts), keeps its description and input schema, and gets an ``mcp`` executor pointing at that server with
-the tool's original name, so toolrec's execute path calls exactly the tool that was listed.
+the tool's original name, so toolrec's execute path calls exactly the tool that was listed. An upstream chooses its
+own names: one that would be one of toolrec's own (a server named "Toolrec" listing ``UseTool``) is renamed, as a
+clash is, rather than failing the build over a name the operator cannot change. A refresh names tools after the
+published build (``Precedent``): a name keeps its upstream tool, and a newcomer never takes a name that build gives.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -25,7 +29,13 @@ from pydantic import ValidationError
 
 from build_index.upstream_headers import parse_headers, resolve_headers
 from handler.catalog.json_limits import schema_problems
-from handler.catalog.names import describe_collisions, name_collisions
+from handler.catalog.names import (
+    DEFAULT_NAMESPACE,
+    describe_collisions,
+    name_collisions,
+    reserved_names,
+    spelling_keys,
+)
 from handler.catalog.tool import _VERSION_SUFFIX, Executor, Tool
 from handler.errors import CatalogError
 
@@ -50,24 +60,62 @@ def tool_part(raw: str) -> str:
     return name if name[:1].isalpha() else f"T{name}"
 
 
-def tool_parts(app_id: str, raws: Sequence[str]) -> list[str]:
-    """Each upstream tool's ToolName: ``App.ToolName`` the catalog accepts, and distinct from the others' to callers.
+@dataclass(frozen=True)
+class Precedent:
+    """What the published build named, read by a refresh: access rules, pins and usage name tools, so a name that
+    moved to another tool would take them along (issue 22 item 5: ``drop_table`` appeared upstream, took the name
+    ``Db.drop_table`` from ``drop-table``, and the deny on that name guarded the newcomer instead)."""
+
+    held: Mapping[str, str] = field(default_factory=dict)  # this server's upstream tool name -> its catalog name
+    taken: frozenset[str] = frozenset()  # every spelling of every name the build holds
+
+    @classmethod
+    def of(cls, published: Sequence[Tool], url: str) -> Precedent:
+        held = {
+            t.executor.tool: t.name
+            for t in published
+            if t.executor is not None and t.executor.kind == "mcp" and t.executor.target == url and t.executor.tool
+        }
+        return cls(held, frozenset(key for t in published for key in spelling_keys(t.name)))
+
+    def kept_part(self, app_id: str, raw: str, namespace: str) -> str | None:
+        """The ToolName the build gave upstream tool ``raw``, if it is still this App's and not reserved."""
+        app, _, part = self.held.get(raw, "").partition(".")
+        return part if app == app_id and part and not reserved_names([f"{app}.{part}"], namespace) else None
+
+    def gives(self, name: str) -> bool:
+        return bool(spelling_keys(name) & self.taken)
+
+
+def tool_parts(
+    app_id: str, raws: Sequence[str], namespace: str = DEFAULT_NAMESPACE, precedent: Precedent | None = None
+) -> list[str]:
+    """Each upstream tool's ToolName: ``App.ToolName`` the catalog accepts, distinct from the others' to callers and
+    from toolrec's own tools under ``namespace``; with a ``precedent``, each tool it named keeps that name.
 
     Accents fold to ASCII (``Über-Tool`` → ``Uber_Tool``) and a version suffix is dropped (``get-forecast.v2`` →
     ``get_forecast``), since the catalog refuses versioned names (PRODUCT.md §2). Names this makes one to callers
     (handler/catalog/names.py) each end in a hash of the upstream name, the same from one refresh to the next in
     whatever order the server lists its tools; one the upstream spells as the catalog would keeps its name. Upstream
     names that are already one to callers (``get_forecast``, ``Get_Forecast``) are left alike, so merge refuses them.
+    A name reserved for toolrec's own tools ends in the hash too, and so does a newcomer's that the precedent gives
+    another tool: the newcomer gets the suffix, never the tool that held the name.
     """
-    parts = [_readable_part(app_id, raw) for raw in raws]
+    precedent = precedent or Precedent()
+    kept = {i: part for i, raw in enumerate(raws) if (part := precedent.kept_part(app_id, raw, namespace))}
+    parts = [kept.get(i) or _readable_part(app_id, raw) for i, raw in enumerate(raws)]
     upstream_alike = {i for pair in name_collisions(raws) for i in pair}
-    renamed_alike = _clashing(app_id, parts) - upstream_alike
-    for i in renamed_alike:
-        if parts[i] == raws[i]:
-            continue  # two such names would be upstream_alike
-        digest = hashlib.sha256(raws[i].encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
-        parts[i] = f"{parts[i]}_{digest}"
+    # One spelled as the catalog would keeps its name: two such names alike would be upstream_alike.
+    renamed_alike = {i for i in _clashing(app_id, parts) - upstream_alike if parts[i] != raws[i]}
+    reserved = {i for i, part in enumerate(parts) if reserved_names([f"{app_id}.{part}"], namespace)}
+    given = {i for i, part in enumerate(parts) if precedent.gives(f"{app_id}.{part}")}
+    for i in (renamed_alike | reserved | given) - kept.keys():
+        parts[i] = f"{parts[i]}_{_digest(raws[i])}"
     return parts
+
+
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
 
 
 def _readable_part(app_id: str, raw: str) -> str:
@@ -111,11 +159,19 @@ async def list_upstream(
     return server, tools
 
 
-def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app: str | None) -> list[Tool]:
+def catalog_entries(
+    url: str,
+    server_name: str,
+    tools: Sequence[types.Tool],
+    app: str | None,
+    namespace: str = DEFAULT_NAMESPACE,
+    precedent: Precedent | None = None,
+) -> list[Tool]:
     app_id = app_name(app or server_name or "Mcp")
     entries: list[Tool] = []
     problems: list[str] = []
-    for tool, part in zip(tools, tool_parts(app_id, [t.name for t in tools]), strict=True):
+    parts = tool_parts(app_id, [t.name for t in tools], namespace, precedent)
+    for tool, part in zip(tools, parts, strict=True):
         description = (tool.description or tool.title or "").strip()
         # Checked here as well as by the build, so the upstream name is the one named and --catalog-out stays unwritten.
         unusable = schema_problems(tool.input_schema)
@@ -140,7 +196,12 @@ def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app
 
 
 def ingest(
-    url: str, app: str | None = None, timeout_s: float = 30.0, headers: Mapping[str, str] | None = None
+    url: str,
+    app: str | None = None,
+    timeout_s: float = 30.0,
+    headers: Mapping[str, str] | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
+    precedent: Precedent | None = None,
 ) -> list[Tool]:
     """The server's tools as catalog entries; ``headers`` are sent as given (placeholders already resolved)."""
     refusals: list[httpx2.Response] = []
@@ -148,7 +209,7 @@ def ingest(
         server_name, tools = anyio.run(list_upstream, url, timeout_s, headers or {}, refusals)
     except (MCPError, httpx2.HTTPError, OSError, ExceptionGroup) as exc:
         raise CatalogError(f"cannot list the tools of MCP server {url}: {_why(exc, refusals, bool(headers))}") from exc
-    return catalog_entries(url, server_name, tools, app)
+    return catalog_entries(url, server_name, tools, app, namespace, precedent)
 
 
 def _why(exc: BaseException, refusals: Sequence[httpx2.Response], sent_headers: bool) -> str:
@@ -177,14 +238,18 @@ def write_catalog(path: Path, tools: Sequence[Tool]) -> None:
 
 
 def tools_from_mcp(
-    urls: Sequence[str], app: str | None, catalog_out: Path | None, header_texts: Sequence[str] | None = None
+    urls: Sequence[str],
+    app: str | None,
+    catalog_out: Path | None,
+    header_texts: Sequence[str] | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> list[Tool]:
     """``--from-mcp`` (with ``--mcp-app``, ``--catalog-out``, ``--header``, its placeholders filled from the
     environment and Secrets Manager) as catalog entries."""
     if app is not None and len(urls) > 1:
         raise CatalogError("--mcp-app names one server's tools: give one --from-mcp with it")
     headers = resolve_headers(parse_headers(header_texts), os.environ)
-    tools = [tool for url in urls for tool in ingest(url, app, headers=headers)]
+    tools = [tool for url in urls for tool in ingest(url, app, headers=headers, namespace=namespace)]
     if catalog_out is not None:
         write_catalog(catalog_out, tools)
     return tools

@@ -3,7 +3,8 @@ the tools or the usage evidence changed.
 
 The published build is the source of everything that did not come from those servers (catalog files, other
 upstreams): its tools whose ``mcp`` executor targets one of the servers are replaced by what the server lists now,
-the others are kept as they are. The new tool set's ``catalog_digest`` is compared with the one the current
+the others are kept as they are, and every name keeps the tool it named (``Precedent``; a refresh that would still
+move one is refused). The new tool set's ``catalog_digest`` is compared with the one the current
 manifest records, and what the query log would fold (``usage.evidence_digest``) with the manifest's; both equal,
 and built with the model this toolrec runs, nothing is built or published. Unchanged tools keep their vectors.
 A golden (build_index/drift.py) is checked on the new build before LATEST moves.
@@ -21,12 +22,13 @@ from typing import Any
 
 from build_index.build import embed_texts, index_tools
 from build_index.drift import Golden, IndexEndpoint, check
-from build_index.mcp_ingest import ingest, merge
+from build_index.mcp_ingest import Precedent, ingest, merge
 from build_index.publish import publish
 from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
 from build_index.usage import evidence_digest, fold_usage, read_usage
+from handler.catalog.names import DEFAULT_NAMESPACE, name_key
 from handler.catalog.tool import Tool
-from handler.errors import ToolrecError
+from handler.errors import CatalogError, ToolrecError
 from handler.index.format import MANIFEST, BuiltIndex, catalog_digest, read_manifest
 from handler.index.load import load_build, rebuild_of
 from handler.index.store import LocalIndexStore, load_latest, open_store
@@ -46,15 +48,46 @@ def refreshed_tools(
     upstreams: Sequence[Upstream],
     environ: Mapping[str, str],
     read_secret: SecretReader | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> list[Tool]:
     urls = {upstream.url for upstream in upstreams}
     kept = [t for t in current if not (t.executor and t.executor.kind == "mcp" and t.executor.target in urls)]
     fresh = [
         tool
         for upstream in upstreams
-        for tool in ingest(upstream.url, upstream.app, headers=resolve_headers(upstream.headers, environ, read_secret))
+        for tool in ingest(
+            upstream.url,
+            upstream.app,
+            headers=resolve_headers(upstream.headers, environ, read_secret),
+            namespace=namespace,
+            precedent=Precedent.of(current, upstream.url),
+        )
     ]
-    return merge(kept, fresh)
+    tools = merge(kept, fresh)
+    moved = moved_names(current, tools)
+    if moved:  # Precedent keeps names; this holds whatever a later change to the naming does
+        raise CatalogError(
+            f"not published: the refresh would give a name to another tool ({'; '.join(moved)}), and the access "
+            "rules, pins and usage that name it would move with it"
+        )
+    return tools
+
+
+def moved_names(before: Sequence[Tool], after: Sequence[Tool]) -> list[str]:
+    """Each name (any spelling) that ``after`` gives another tool than ``before`` did, as "NAME: X, now Y"."""
+    ran_by = {name_key(t.name): t for t in before}
+    moved = []
+    for tool in after:
+        was = ran_by.get(name_key(tool.name))
+        if was is not None and _runs(was) != _runs(tool):
+            moved.append(f"{tool.name}: {_runs(was)}, now {_runs(tool)}")
+    return moved
+
+
+def _runs(tool: Tool) -> str:
+    """What a call by the tool's name reaches: its executor's kind, target and upstream name."""
+    spec = tool.executor
+    return "no executor" if spec is None else f"{spec.kind} {spec.target} {spec.tool or ''}".rstrip()
 
 
 def refresh(
@@ -69,19 +102,22 @@ def refresh(
     s3_client: Any = None,
     dynamodb_client: Any = None,
     read_secret: SecretReader | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> RefreshResult:
     """Rebuild and publish ``location`` if its upstream tools or, with ``usage`` (a ``--usage`` source), the usage
     evidence changed; the current build must exist. With ``golden``, the new build must pass the drift check
-    before LATEST moves (DriftError: nothing is published)."""
+    before LATEST moves (DriftError: nothing is published). ``namespace``: the serving function's, whose own tools'
+    names the new build may not hold."""
     store = open_store(location, s3_client)
     with tempfile.TemporaryDirectory(prefix="toolrec-refresh-") as scratch:
         build_id = store.latest_build_id()  # none published: IndexNotPublishedError says to run `toolrec build`
         directory = store.fetch(build_id, Path(scratch))
         manifest = read_manifest((directory / MANIFEST).read_bytes())
-        # Verified against its own model: a build from another model is still a valid source of tool records.
-        loaded = load_build(directory, manifest.model.fingerprint)
+        # Verified against its own model and not for serving: a build from another model, or holding names now
+        # reserved (its upstream tools are renamed as they are read again), is still a valid source of tool records.
+        loaded = load_build(directory, manifest.model.fingerprint, namespace=None)
         current = list(loaded.tools)
-        tools = refreshed_tools(current, upstreams, environ, read_secret) if upstreams else current
+        tools = refreshed_tools(current, upstreams, environ, read_secret, namespace) if upstreams else current
         digest = catalog_digest(tools)
         same_tools = digest == manifest.catalog_sha256 and manifest.model.fingerprint == embedder.fingerprint
         log = read_usage(usage, time.time(), dynamodb_client) if usage else None
@@ -91,7 +127,7 @@ def refresh(
         # Unchanged tools keep their vectors: only new usage is embedded.
         built = rebuild_of(directory, loaded, current) if same_tools else None
     if built is None:
-        built = index_tools(tools, embedder, model_id, progress=False)
+        built = index_tools(tools, embedder, model_id, progress=False, namespace=namespace)
     if log is not None and usage is not None:
         names = [t.name for t in tools]
         built = replace(built, usage=fold_usage(log, names, lambda texts: embed_texts(texts, embedder), usage))

@@ -38,6 +38,7 @@ def run_refresh(args: argparse.Namespace) -> int:
     from handler.errors import CatalogError
     from handler.inference.embedder import OnnxEmbedder
     from handler.inference.model_files import default_model_dir
+    from handler.settings import configured_namespace
 
     if args.upstreams and args.from_mcp:
         raise CatalogError("give either --from-mcp URL or --upstreams JSON, not both")
@@ -47,7 +48,10 @@ def run_refresh(args: argparse.Namespace) -> int:
     upstreams = parse_upstreams(args.upstreams) if args.upstreams else upstreams_from([one]) if args.from_mcp else []
     golden = load_golden(args.golden) if args.golden else None
     embedder = OnnxEmbedder(args.model_dir or default_model_dir())
-    result = refresh(args.index, upstreams, embedder, MODEL_ID, os.environ, usage=args.usage, golden=golden)
+    namespace = configured_namespace(os.environ)
+    result = refresh(
+        args.index, upstreams, embedder, MODEL_ID, os.environ, usage=args.usage, golden=golden, namespace=namespace
+    )
     unchanged = "tools and usage unchanged" if args.usage else "tools unchanged"
     done = "published new build" if result.published else f"{unchanged}, kept build"
     print(f"{done} {result.build_id} ({result.tool_count} tools, catalog sha256 {result.catalog_sha256[:12]})")

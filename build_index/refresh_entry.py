@@ -47,6 +47,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         s3_client=s3_client,
         dynamodb_client=dynamodb_client,
         read_secret=read_secret,
+        namespace=settings.mcp_namespace,
     )
     outcome = dataclasses.asdict(result)
     observability.logger.info("refresh done", extra={**outcome, "upstreams": [u.url for u in upstreams]})

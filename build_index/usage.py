@@ -6,6 +6,12 @@ group (co-used). Weaker evidence is counted in the manifest but never used: fail
 job, or the call was wrong), and tools the select did not suggest for any task (the agent found them some other
 way, so the task says little about them). Executions without a ``query_id`` are not linked to any task and are
 not in the query log at all.
+
+Evidence from the query log is counted per API key, since a key names whatever ``user_id`` it likes: a key gives at
+most ``TASKS_PER_KEY_PER_TOOL`` of a tool's past tasks, and a tool (or a pair of co-used tools) gains evidence only
+once ``KEYS_PER_EVIDENCE`` keys ran it, so one key alone, however many users it names, moves nobody's answers
+(issue 22 item 6). An execution counts only under the key that made its select. An operator's own usage file is
+the operator's word, and is counted as before.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from handler.ranking.dense import quantize
 # habits fade; their mean is one row per tool, so a query's cost does not grow with traffic.
 TASKS_PER_TOOL = 64
 TASKS_PER_USER_PER_TOOL = 4  # one user cannot fill a tool's past tasks alone
+TASKS_PER_KEY_PER_TOOL = 16  # nor one key, whatever users it names: at least four keys' tasks fit
+KEYS_PER_EVIDENCE = 3  # a tool, or a pair of co-used tools, learns from the query log once this many keys ran it
 MAX_PAST_TASKS = 50_000  # a bound on the build's embedding work (about 6 minutes on one core)
 
 
@@ -45,6 +53,7 @@ class ExecutionGroup:
     tools: tuple[str, ...]  # names (or the benchmark's ids), as the source gives them
     user_id: str | None = None
     at: datetime | None = None
+    key_id: str | None = None  # the API key that asked and ran (the query log); None: the operator's own file
 
 
 @dataclass
@@ -60,9 +69,15 @@ def groups_from_queries(records: Iterable[QueryRecord], now: float) -> UsageLog:
         if record.expires_at <= now:
             log.ignored["expired"] += len(record.executions)
             continue
+        if record.key_id is None:  # logged before keys were recorded: no key to count it against
+            log.ignored["no_key"] += len(record.executions)
+            continue
         ran: dict[int, list[str]] = defaultdict(list)
         at: dict[int, datetime] = {}
         for execution in record.executions:
+            if execution.key_id != record.key_id:  # linked to another key's select, it would count as that key
+                log.ignored["other_key"] += 1
+                continue
             if execution.outcome != "ok":
                 log.ignored["failed"] += 1
                 continue
@@ -74,7 +89,7 @@ def groups_from_queries(records: Iterable[QueryRecord], now: float) -> UsageLog:
                 ran[task].append(execution.tool_name)
             at[task] = max(at.get(task, execution.at), execution.at)
         for task, tools in sorted(ran.items()):
-            log.groups.append(ExecutionGroup(record.tasks[task], tuple(tools), record.user_id, at[task]))
+            log.groups.append(ExecutionGroup(record.tasks[task], tuple(tools), record.user_id, at[task], record.key_id))
     return log
 
 
@@ -128,7 +143,7 @@ def fold_usage(
     """
     groups, ignored = _resolve(log, tool_names, name_of)
     chosen = past_tasks_by_tool(groups)
-    co_usage = _co_usage([positions for _, positions in groups], len(tool_names))
+    co_usage = _co_usage(groups, len(tool_names))
     texts = list(dict.fromkeys(text for tasks in chosen.values() for text in tasks))
     vectors = embed(texts or ["tool"])  # one text when there are none: the width of an empty matrix
     row_of = {text: row for row, text in enumerate(texts)}
@@ -161,7 +176,7 @@ def evidence_digest(log: UsageLog, tool_names: Sequence[str]) -> str:
     """What ``fold_usage`` would fold from ``log``, as a digest (no embedding): equal digests fold into equal
     evidence, so a refresh can tell whether the usage changed since the published build."""
     groups, _ = _resolve(log, tool_names, None)
-    return _evidence_digest(past_tasks_by_tool(groups), _co_usage([p for _, p in groups], len(tool_names)))
+    return _evidence_digest(past_tasks_by_tool(groups), _co_usage(groups, len(tool_names)))
 
 
 def _evidence_digest(chosen: dict[int, list[str]], co_usage: dict[str, Any]) -> str:
@@ -191,15 +206,34 @@ def _resolve(
                 positions.append(position)
         if positions and group.task.strip():
             groups.append((group, tuple(positions)))
-    return groups, ignored
+    return _vouched_for(groups, ignored), ignored
+
+
+def _vouched_for(groups: Resolved, ignored: Counter[str]) -> Resolved:
+    """The groups without the query-log runs of tools that fewer than KEYS_PER_EVIDENCE keys ran (counted)."""
+    keys: dict[int, set[str]] = defaultdict(set)
+    for group, tools in groups:
+        if group.key_id is not None:
+            for tool in tools:
+                keys[tool].add(group.key_id)
+    vouched: Resolved = []
+    for group, tools in groups:
+        kept = tools if group.key_id is None else tuple(t for t in tools if len(keys[t]) >= KEYS_PER_EVIDENCE)
+        if len(kept) < len(tools):
+            ignored["too_few_keys"] += len(tools) - len(kept)
+        if kept:
+            vouched.append((group, kept))
+    return vouched
 
 
 def past_tasks_by_tool(groups: Resolved) -> dict[int, list[str]]:
     """Each tool's most recent distinct tasks (a source without times keeps its order), at most
-    ``TASKS_PER_TOOL``, of which one user gives at most ``TASKS_PER_USER_PER_TOOL``."""
+    ``TASKS_PER_TOOL``, of which one user gives at most ``TASKS_PER_USER_PER_TOOL`` and one key at most
+    ``TASKS_PER_KEY_PER_TOOL``."""
     newest_first = sorted(groups, key=lambda g: g[0].at or datetime.min.replace(tzinfo=UTC), reverse=True)
     chosen: dict[int, list[str]] = defaultdict(list)
     per_user: Counter[tuple[str | None, int]] = Counter()
+    per_key: Counter[tuple[str | None, int]] = Counter()
     seen: set[tuple[str, int]] = set()
     kept = 0
     for group, tools in newest_first:
@@ -210,8 +244,11 @@ def past_tasks_by_tool(groups: Resolved) -> dict[int, list[str]]:
                 continue
             if group.user_id is not None and per_user[(group.user_id, tool)] >= TASKS_PER_USER_PER_TOOL:
                 continue
+            if group.key_id is not None and per_key[(group.key_id, tool)] >= TASKS_PER_KEY_PER_TOOL:
+                continue
             seen.add(key)
             per_user[(group.user_id, tool)] += 1
+            per_key[(group.key_id, tool)] += 1
             chosen[tool].append(text)
             kept += 1
     return {tool: tasks for tool, tasks in chosen.items() if tasks}
@@ -223,29 +260,38 @@ def with_usage(built: BuiltIndex, source: str, embed: Callable[[Sequence[str]], 
     return replace(built, usage=evidence)
 
 
-def published_build(location: str, model_fingerprint: str) -> BuiltIndex:
+def published_build(location: str, model_fingerprint: str, namespace: str) -> BuiltIndex:
     """The latest build at ``location`` as the build step's value again, its usage left out: rebuilding it with
-    fresh usage costs the past tasks' embeddings only, not the catalog's."""
+    fresh usage costs the past tasks' embeddings only, not the catalog's. ``namespace``: as the index load reads it."""
     with tempfile.TemporaryDirectory() as cache:
         store = open_store(location)
         directory = store.fetch(store.latest_build_id(), Path(cache))
-        return rebuild_of(directory, load_build(directory, model_fingerprint))
+        return rebuild_of(directory, load_build(directory, model_fingerprint, namespace=namespace))
 
 
-def _co_usage(groups: Sequence[tuple[int, ...]], tool_count: int) -> dict[str, Any]:
+def _co_usage(groups: Resolved, tool_count: int) -> dict[str, Any]:
     """CSR over tools: each tool's companions and the share of its groups that also ran each one. Identical
-    groups count once, so a burst of the same calls is one observation."""
+    groups count once, so a burst of the same calls is one observation; a pair that only query-log keys co-used
+    counts once KEYS_PER_EVIDENCE keys did."""
+    keys_of: dict[tuple[int, ...], set[str | None]] = defaultdict(set)
+    for run, tools in groups:
+        keys_of[tuple(sorted(tools))].add(run.key_id)
     together: dict[int, Counter[int]] = defaultdict(Counter)
+    vouching: dict[tuple[int, int], set[str | None]] = defaultdict(set)  # None: an operator's own group
     total: Counter[int] = Counter()
-    for group in {tuple(sorted(g)) for g in groups}:
+    for group, keys in keys_of.items():
         for tool in group:
             total[tool] += 1
             together[tool].update(other for other in group if other != tool)
+            for other in group:
+                vouching[(tool, other)] |= keys
     indptr = np.zeros(tool_count + 1, dtype=np.int64)
     companions: list[int] = []
     shares: list[float] = []
     for tool in range(tool_count):
         for other, count in sorted(together[tool].items()):
+            if None not in vouching[(tool, other)] and len(vouching[(tool, other)]) < KEYS_PER_EVIDENCE:
+                continue
             companions.append(other)
             shares.append(count / total[tool])
         indptr[tool + 1] = len(companions)

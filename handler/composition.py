@@ -24,16 +24,17 @@ from handler.settings import Settings
 
 
 def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
-    if settings.policy_backend == "dynamodb":
-        from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
-
-        if dynamodb_client is None:
-            dynamodb_client = aws_client("dynamodb", "serve")
-        inner: PolicyStore = DynamoPolicyStore(dynamodb_client, TableNames.of(settings))
-    else:
+    """DynamoDB behind the per-instance cache (a change applies within ``policy_cache_seconds``); the local file
+    uncached: it re-reads itself when it changes at the cost of one stat per lookup, so a rule change or a key
+    revocation made with ``toolrec policy`` applies from the next request on (docs/security.md)."""
+    if settings.policy_backend == "file":
         assert settings.policy_file is not None
-        inner = FilePolicyStore(settings.policy_file)
-    return CachedPolicyStore(inner, settings.policy_cache_seconds)
+        return FilePolicyStore(settings.policy_file)
+    from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
+
+    if dynamodb_client is None:
+        dynamodb_client = aws_client("dynamodb", "serve")
+    return CachedPolicyStore(DynamoPolicyStore(dynamodb_client, TableNames.of(settings)), settings.policy_cache_seconds)
 
 
 def build_app(
@@ -58,6 +59,7 @@ def build_app(
         settings.index_refresh_seconds,
         learn_from_use=settings.learn_from_use,
         threads=settings.intra_op_threads,
+        namespace=settings.mcp_namespace,
     )
     holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
     app = create_app(

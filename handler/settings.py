@@ -7,18 +7,21 @@ pass values directly. A bad configuration raises at construction, i.e. during La
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from handler.catalog.names import DEFAULT_NAMESPACE
 from handler.inference.model_files import default_model_dir
 
 ENV_PREFIX = "TOOLREC_"
 # The policy backend's tables, as fields below: TableNames, `toolrec policy --dynamodb`'s options and their
 # variables (template.yaml) are named after these.
 DYNAMODB_TABLE_FIELDS = ("policy_table", "connections_table", "api_keys_table", "query_log_table")
+NAMESPACE_PATTERN = r"^[A-Za-z][A-Za-z0-9]*$"
 
 
 class Settings(BaseSettings):
@@ -35,11 +38,18 @@ class Settings(BaseSettings):
     connections_table: str | None = Field(default=None, description="DynamoDB table: apps and user connections")
     api_keys_table: str | None = Field(default=None, description="DynamoDB table: hashed API keys")
     query_log_table: str | None = Field(default=None, description="DynamoDB table: query log (TTL expires_at)")
-    policy_cache_seconds: float = Field(default=30.0, ge=0, description="per-instance cache of policy lookups")
+    policy_cache_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="per-instance cache of DynamoDB policy lookups (the local file is read as it changes)",
+    )
     query_log_ttl_days: int = Field(default=30, ge=1, le=3650)
     learn_from_use: bool = Field(default=True, description="rank with the usage evidence an index holds, if any")
+    max_tool_seconds: float | None = Field(
+        default=None, gt=0, description="the longest one tool call may run, whatever its catalog timeout_s"
+    )
 
-    mcp_namespace: str = Field(default="Toolrec", pattern=r"^[A-Za-z][A-Za-z0-9]*$")
+    mcp_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=NAMESPACE_PATTERN)
     api_key: SecretStr | None = Field(default=None, description="local bootstrap API key (toolrec serve)")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     intra_op_threads: int = Field(default=1, ge=1, le=64, description="onnxruntime threads per query")
@@ -66,4 +76,12 @@ class RefreshSettings(BaseSettings):
     refresh_upstreams: str = Field(min_length=2, description='JSON: [{"url", "app"?, "headers"?}, ...]; [] for none')
     refresh_usage: str | None = Field(default=None, description="dynamodb:TABLE: the query log to learn from, if on")
     refresh_golden: Path | None = Field(default=None, description="a drift golden each new build must pass")
+    # The serving function's namespace: a refresh reserves its own tools' names, as that function's load refuses them.
+    mcp_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=NAMESPACE_PATTERN)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+def configured_namespace(environ: Mapping[str, str]) -> str:
+    """``TOOLREC_MCP_NAMESPACE`` as the service reads it, for ``toolrec build``, ``refresh`` and ``policy``: the names
+    they reserve are the ones a service configured by the same environment refuses to load."""
+    return environ.get(f"{ENV_PREFIX}MCP_NAMESPACE") or DEFAULT_NAMESPACE

@@ -102,10 +102,16 @@ def _gateway_put(args: argparse.Namespace, store: PolicyWriter) -> str:
 
 
 def _catalog_pins(gateway: Any, catalog: Catalog) -> Any:
-    """Refuse a pin the served catalog lacks or the gateway does not allow; keep each under its catalog name."""
+    """Refuse a pin the served catalog lacks or the gateway does not allow, or that names one of toolrec's own
+    tools (listed beside them, it would be listed twice); keep each under its catalog name."""
+    from handler.catalog.names import describe_reserved
     from handler.errors import CatalogError
     from handler.services.access import Pins
+    from handler.settings import configured_namespace
 
+    reserved = describe_reserved(gateway.pinned, configured_namespace(os.environ))
+    if reserved is not None:
+        raise CatalogError(f"cannot pin {reserved}, and listed by the gateway itself whenever it recommends")
     if not catalog.location:
         raise SystemExit("toolrec policy gateway put --pin needs --index (or $TOOLREC_INDEX_LOCATION) to check pins")
     table = catalog.table

@@ -218,7 +218,7 @@ def format_calibration(report: dict[str, Any]) -> str:
     lines.append(f"{'set, left out':<24}{'queries':>8}{'ECE@5':>8}{'no match':>10}{'false %':>9}{'off-cat %':>10}")
     for name, row in report["sets"].items():
         lines.append(
-            f"{name:<24}{row['queries']:>8}{row['ece']:>8.3f}{str(row['no_match']):>10}"
+            f"{name:<24}{row['queries']:>8}{row['ece']:>8.3f}{row['no_match']!s:>10}"
             f"{row['false_refusals_percent']:>9.2f}{row['off_catalog_refusals_percent']:>10.2f}"
         )
     return "\n".join(lines)

@@ -4,6 +4,8 @@ Callers spell a name several ways: ``Slack.SendMessage`` as REST lists it, ``Sla
 model providers list it (they refuse dots), in another case. All mean one tool, so a lookup folds case and
 ``_``/``.``. Two catalog names that fold alike would make that ambiguous (a deny of one spelling missed the tool
 that another ran, issue 15 item 3), so the build refuses them and an index that holds them is refused when loaded.
+For the same reason no catalog tool may take a spelling of one of toolrec's own tools (``Toolrec_UseTool``, issue 22
+item 4), and every name is one an access rule can name exactly (``name_problem``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,14 @@ from handler.errors import IntegrityError
 _LISTABLE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _UNLISTABLE_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 _HASH_CHARS = 8
+# A pattern's wildcard, and what separates words on a command line: a name holding either builds, but no rule or
+# pin could name it exactly (issue 22).
+_UNNAMEABLE = re.compile(r"[\s*]")
+
+# toolrec's own tools, listed under the deployment's namespace: the MCP meta-tools and the providers' search.
+DEFAULT_NAMESPACE = "Toolrec"
+SELECT_TOOLS, USE_TOOL, LIST_APPS, FIND_TOOLS = "SelectTools", "UseTool", "ListApps", "FindTools"
+OWN_TOOLS = (SELECT_TOOLS, USE_TOOL, LIST_APPS, FIND_TOOLS)
 
 
 def name_key(name: str) -> str:
@@ -40,13 +50,46 @@ def listed_name(name: str) -> str:
     return f"{prefix}_{digest}"
 
 
+def name_problem(name: str) -> str | None:
+    """Why an access rule or a pin could not name this tool exactly, or None: the one rule ``toolrec build`` holds
+    catalog names to and ``toolrec policy`` holds exact names to."""
+    if not name.strip():
+        return "is empty"
+    if _UNNAMEABLE.search(name):
+        return "holds whitespace or '*', so no access rule or pin could name it"
+    return None
+
+
 def own_tool_name(namespace: str, tool: str) -> str:
     """The listed name of one of toolrec's own tools (the MCP meta-tools, the providers' search):
     ``Toolrec_SelectTools``, as clients reject dots in tool names."""
     return f"{namespace}_{tool}"
 
 
-def _keys(name: str) -> set[str]:
+def own_tool_of(namespace: str, name: str) -> str | None:
+    """Which of toolrec's own tools ``name`` means, in any spelling a lookup folds (``Toolrec.SelectTools``,
+    ``toolrec_selecttools``), if any."""
+    key = name_key(name)
+    return next((tool for tool in OWN_TOOLS if name_key(own_tool_name(namespace, tool)) == key), None)
+
+
+def reserved_names(names: Iterable[str], namespace: str) -> list[str]:
+    """The names a caller could not tell from one of toolrec's own tools (any spelling, the listed one included):
+    listed beside them they would be listed twice, and a call by that name would run toolrec's tool."""
+    own = {name_key(own_tool_name(namespace, tool)) for tool in OWN_TOOLS}
+    return [name for name in names if spelling_keys(name) & own]
+
+
+def describe_reserved(names: Iterable[str], namespace: str) -> str | None:
+    """The reserved names as one sentence, or None when no name is one of toolrec's own."""
+    taken = reserved_names(names, namespace)
+    if not taken:
+        return None
+    own = ", ".join(own_tool_name(namespace, tool) for tool in OWN_TOOLS)
+    return f"{', '.join(map(repr, taken))}: the names of toolrec's own tools ({own}) are reserved"
+
+
+def spelling_keys(name: str) -> set[str]:
     """Every folded spelling that means this tool: its name's, and its listed name's when that is a hashed one."""
     return {name_key(name), name_key(listed_name(name))}
 
@@ -56,7 +99,7 @@ def name_collisions(names: Iterable[str]) -> list[tuple[int, int]]:
     first: dict[str, int] = {}
     clashes = []
     for position, name in enumerate(names):
-        earlier = min(first.setdefault(key, position) for key in _keys(name))
+        earlier = min(first.setdefault(key, position) for key in spelling_keys(name))
         if earlier != position:
             clashes.append((earlier, position))
     return clashes
@@ -75,12 +118,16 @@ class ToolNames(Sequence[str]):
     """A build's tool names in index order, and which tool a caller's spelling means (``position``): the one
     resolver REST, MCP, the providers, policy patterns and the ranking's exact-name match all read."""
 
-    def __init__(self, names: Sequence[str]) -> None:
+    def __init__(self, names: Sequence[str], namespace: str | None = None) -> None:
+        """``namespace``: the deployment's, whose own tool names the build may not hold (None: not checked, for a
+        build read only as the source of a new one)."""
         problem = describe_collisions(names)
+        if problem is None and namespace is not None:
+            problem = describe_reserved(names, namespace)
         if problem is not None:
             raise IntegrityError(f"the index cannot be served: {problem}; rebuild it from a corrected catalog")
         self._names = tuple(names)
-        self._positions = {key: i for i, name in enumerate(self._names) for key in _keys(name)}
+        self._positions = {key: i for i, name in enumerate(self._names) for key in spelling_keys(name)}
 
     def __len__(self) -> int:
         return len(self._names)

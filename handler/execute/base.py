@@ -48,11 +48,14 @@ class Dispatcher:
     """Picks the adapter for a tool's executor kind and bounds every call by the tool's timeout.
 
     Adapters also pass the timeout to their transport (so sockets close); this outer bound is what guarantees that
-    no executor, however it misbehaves, holds a request longer than the catalog allows.
+    no executor, however it misbehaves, holds a request longer than the catalog allows, nor longer than
+    ``max_seconds`` (the deployment's TOOLREC_MAX_TOOL_SECONDS): the Lambda function must outlive the tool's wait to
+    answer and record a timeout, instead of ending at its own limit with no answer.
     """
 
-    def __init__(self, executors: Mapping[str, ToolExecutor]) -> None:
+    def __init__(self, executors: Mapping[str, ToolExecutor], max_seconds: float | None = None) -> None:
         self._executors = dict(executors)
+        self._max_seconds = max_seconds
 
     async def run(self, call: ToolCall) -> Any:
         spec = call.tool.executor
@@ -61,8 +64,9 @@ class Dispatcher:
         executor = self._executors.get(spec.kind)
         if executor is None:
             raise ExecutorUnavailableError(f"executor kind {spec.kind!r} is not configured in this deployment")
+        seconds = spec.timeout_s if self._max_seconds is None else min(spec.timeout_s, self._max_seconds)
         try:
-            with anyio.fail_after(spec.timeout_s):
+            with anyio.fail_after(seconds):
                 return await executor.call(call)
         except TimeoutError as exc:
-            raise ExecutorTimeoutError(f"tool {call.tool.name} did not answer within {spec.timeout_s:g} s") from exc
+            raise ExecutorTimeoutError(f"tool {call.tool.name} did not answer within {seconds:g} s") from exc

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from handler.catalog.names import DEFAULT_NAMESPACE
 from handler.errors import IndexUnavailableError, IntegrityError, ToolrecError
 from handler.index.load import Index
 from handler.index.store import IndexStore, load_latest
@@ -49,8 +50,10 @@ class IndexHolder:
         clock: Callable[[], float] = time.monotonic,
         learn_from_use: bool = True,
         threads: int = 1,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> None:
         self.store = store
+        self.namespace = namespace  # the deployment's: a build holding its own tools' names is not served
         self.learn_from_use = learn_from_use
         self.threads = threads  # onnxruntime intra-op threads of each build's int8 scorer
         self.cache_dir = cache_dir
@@ -112,7 +115,7 @@ class IndexHolder:
         try:
             latest = self.store.latest_build_id()
             if self._current is None or latest != self._current.build_id:
-                index = load_latest(self.store, self.cache_dir, self.model_fingerprint, self.threads)
+                index = load_latest(self.store, self.cache_dir, self.model_fingerprint, self.threads, self.namespace)
                 if not self.learn_from_use:
                     index = index.without_usage()
                 self._current = index  # one reference assignment: the atomic swap

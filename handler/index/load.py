@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from handler.catalog.names import ToolNames
+from handler.catalog.names import DEFAULT_NAMESPACE, ToolNames
 from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
 from handler.index.format import (
@@ -73,9 +73,11 @@ def verify_build(directory: Path, model_fingerprint: str) -> Manifest:
     return manifest
 
 
-def assemble(directory: Path, manifest: Manifest, threads: int = 1) -> Index:
+def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: str | None = DEFAULT_NAMESPACE) -> Index:
     """The Index of a verified build directory; IntegrityError when its pieces do not fit one another.
-    ``threads``: onnxruntime's intra-op threads for the int8 scoring, as for the query embedding (Settings)."""
+    ``threads``: onnxruntime's intra-op threads for the int8 scoring, as for the query embedding (Settings).
+    ``namespace``: the deployment's (Settings.mcp_namespace): a build holding one of its own tools' names is refused;
+    None reads the build only as the source of another one."""
     arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
     tools = _tool_records(directory, manifest.schema_version)
     if len(tools) != manifest.tool_count:
@@ -86,15 +88,17 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1) -> Index:
     if vectors.values.shape != (len(tools), manifest.model.dimensions) or vectors.scales.shape != (len(tools),):
         raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
     usage = _usage(directory, manifest) if manifest.usage is not None else None
-    names = ToolNames(tools.keys.names)  # refuses a build whose names fold together
+    names = ToolNames(tools.keys.names, namespace)  # refuses names that fold together or are toolrec's own
     scorer = Int8Scorer(vectors, threads)
     ranking = RankingIndex(names, bm25, scorer, _analyzer(manifest), usage, lexicon=general_lexicon())
     return Index(manifest, tools, ranking, ToolTable.of(tools, names))
 
 
-def load_build(directory: Path, model_fingerprint: str, threads: int = 1) -> Index:
+def load_build(
+    directory: Path, model_fingerprint: str, threads: int = 1, namespace: str | None = DEFAULT_NAMESPACE
+) -> Index:
     """Load a build from a local directory, refusing any file whose sha256 differs or a foreign model."""
-    return assemble(directory, verify_build(directory, model_fingerprint), threads)
+    return assemble(directory, verify_build(directory, model_fingerprint), threads, namespace)
 
 
 def load_tool_records(directory: Path) -> ToolRecords:

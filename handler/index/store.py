@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from handler.aws import aws_client
-from handler.catalog.names import ToolNames
+from handler.catalog.names import DEFAULT_NAMESPACE, ToolNames
 from handler.errors import IndexNotPublishedError, IndexUnavailableError, IntegrityError
 from handler.index.format import BUILDS, LATEST, MANIFEST, read_manifest
 from handler.index.load import Index, load_build, load_tool_records
@@ -129,12 +129,15 @@ def open_store(location: str, s3_client: Any = None) -> IndexStore:
     return LocalIndexStore(Path(location))
 
 
-def load_latest(store: IndexStore, cache_dir: Path, model_fingerprint: str, threads: int = 1) -> Index:
-    """Fetch and verify the build ``LATEST`` names. A corrupt cached copy is dropped, so a retry refetches it."""
+def load_latest(
+    store: IndexStore, cache_dir: Path, model_fingerprint: str, threads: int = 1, namespace: str = DEFAULT_NAMESPACE
+) -> Index:
+    """Fetch and verify the build ``LATEST`` names (``namespace``: the deployment's, as ``assemble`` reads it). A
+    corrupt cached copy is dropped, so a retry refetches it."""
     build_id = store.latest_build_id()
     directory = store.fetch(build_id, cache_dir)
     try:
-        return load_build(directory, model_fingerprint, threads)
+        return load_build(directory, model_fingerprint, threads, namespace)
     except IntegrityError:
         if directory.is_relative_to(cache_dir):
             shutil.rmtree(directory, ignore_errors=True)

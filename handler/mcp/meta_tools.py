@@ -25,10 +25,12 @@ from handler.api.schemas import (
     Identifier,
     Text,
 )
-from handler.catalog.names import own_tool_name
+from handler.catalog import names
+from handler.catalog.names import own_tool_name, own_tool_of
 from handler.errors import FieldProblem, InputInvalidError
 
-SELECT, USE, LIST_APPS = "SelectTools", "UseTool", "ListApps"
+# Every own tool's name lives in names.py, which the build and the index load reserve.
+SELECT, USE, LIST_APPS = names.SELECT_TOOLS, names.USE_TOOL, names.LIST_APPS
 TOOLS_PER_TASK = SELECT_TOP_K_DEFAULT  # what REST select returns by default: an MCP agent gets the same answer
 # Added to the instructions of a gateway that pins tools (PRODUCT.md §7): those are listed and called as themselves.
 PINNED_INSTRUCTION = "The other tools listed here are always available: call them directly."
@@ -100,12 +102,8 @@ def input_schema(model: type[_Arguments]) -> dict[str, Any]:
 
 def meta_tool_of(namespace: str, name: str) -> str | None:
     """Which meta-tool ``name`` calls (``Toolrec.SelectTools`` or ``Toolrec_SelectTools``), if any."""
-    for separator in ("_", "."):
-        prefix = namespace + separator
-        if name.casefold().startswith(prefix.casefold()):
-            rest = name[len(prefix) :].casefold()
-            return next((m for m in (SELECT, USE, LIST_APPS) if m.casefold() == rest), None)
-    return None
+    own = own_tool_of(namespace, name)
+    return own if own in (SELECT, USE, LIST_APPS) else None
 
 
 def instructions(namespace: str) -> str:

@@ -3,7 +3,8 @@
 Tool patterns are deliberately small: ``*`` (every tool), ``App.*`` (every tool of one app) or an exact
 ``App.ToolName``. Matching ignores case, and an exact name matches the tool a call by that name would run
 (handler/catalog/names.py: a deny of ``Slack_SendMessage`` denies ``Slack.SendMessage``). Anything else is refused
-when written, so a typo never silently allows or denies more than its author meant.
+when written, so a typo never silently allows or denies more than its author meant. An exact name follows the rule
+the build holds catalog names to (``name_problem``), so every name a build accepts can be written here.
 """
 
 from __future__ import annotations
@@ -14,24 +15,24 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from handler.catalog.names import name_key
+from handler.catalog.names import name_key, name_problem
 
 ALL_TOOLS = "*"
 # Pinned tools sit in every client's static tool list: a few, or the list costs what recommendation saves.
 MAX_PINNED = 20
-_PATTERN = re.compile(r"^(\*|[A-Za-z0-9][A-Za-z0-9_\-]*\.\*|[^\s*]+)$")
+_APP_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*\.\*$")
 
 
 def _tool_pattern(value: str) -> str:
     value = value.strip()
-    if not _PATTERN.match(value):
+    if value != ALL_TOOLS and not _APP_PATTERN.match(value) and name_problem(value) is not None:
         raise ValueError(f"{value!r} is not a tool pattern: use '*', 'App.*' or an exact tool name")
     return value
 
 
 def _tool_name(value: str) -> str:
     value = value.strip()
-    if not value or "*" in value or any(c.isspace() for c in value):
+    if name_problem(value) is not None:
         raise ValueError(f"{value!r} is not a tool name: a pin names one tool exactly, never a pattern")
     return value
 
@@ -126,6 +127,7 @@ class ExecutionRecord(BaseModel):
 
     tool_name: str
     user_id: str
+    key_id: str | None = None  # the API key that ran it (None: recorded before keys were)
     at: datetime
     outcome: str = Field(description="ok, error, authorization_required, ...")
 
@@ -136,7 +138,8 @@ class QueryRecord(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query_id: str
-    user_id: str
+    user_id: str  # asserted by the key: any key may name any user (docs/security.md)
+    key_id: str | None = None  # the API key that asked (None: logged before keys were)
     gateway_id: str | None = None  # optional: DynamoDB items omit None attributes
     tasks: tuple[str, ...]
     recommended: tuple[tuple[str, ...], ...] = Field(description="tool names per task, in task order")

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from handler.api.schemas import AnthropicTool, AnthropicToolResult, TextContent, ToolReference
-from handler.catalog.names import listed_name, own_tool_name
+from handler.catalog.names import FIND_TOOLS, listed_name, own_tool_name
 from handler.catalog.tool import Tool
 from handler.providers import search
 
-SEARCH_TOOL = "FindTools"
+SEARCH_TOOL = FIND_TOOLS  # every own tool's name lives in names.py, which the build and the index load reserve
 
 
 def search_tool(namespace: str) -> AnthropicTool:

@@ -43,5 +43,6 @@ class Services:
         """``executors``: kind -> adapter (http, mcp and lambda by default); tests inject a Lambda client this way."""
         access = AccessPolicy(policy)
         finder = ToolFinder(holder, embedder, access, policy, settings.query_log_ttl_days)
-        execution = ExecutionService(holder, access, Dispatcher(executors or default_executors()))
+        dispatcher = Dispatcher(executors or default_executors(), settings.max_tool_seconds)
+        execution = ExecutionService(holder, access, dispatcher)
         return cls(settings, holder, policy, access, finder, AppDirectory(holder, access), execution)

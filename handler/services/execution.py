@@ -99,7 +99,7 @@ class ExecutionService:
         )
         outcome = "ok" if failure is None else failure.name
         _log_execution(execution, checked.tool, outcome, query_id)
-        await anyio.to_thread.run_sync(self._record, query_id, checked.tool.name, user_id, outcome)
+        await anyio.to_thread.run_sync(self._record, caller, query_id, checked.tool.name, outcome)
         return execution
 
     def _check(self, caller: Caller, tool_name: str, arguments: Mapping[str, Any], query_id: str | None) -> _Checked:
@@ -116,7 +116,7 @@ class ExecutionService:
         try:
             self._authorize(tool, user_id)
         except AuthorizationRequiredError:
-            self._record(query_id, tool.name, user_id, AuthorizationRequiredError.name)
+            self._record(caller, query_id, tool.name, AuthorizationRequiredError.name)
             raise
         return _Checked(tool, arguments)
 
@@ -135,11 +135,15 @@ class ExecutionService:
             f"authorization required: {tool.name} needs {what}{where}", app_id, url, missing
         )
 
-    def _record(self, query_id: str | None, tool_name: str, user_id: str, outcome: str) -> None:
+    def _record(self, caller: Caller, query_id: str | None, tool_name: str, outcome: str) -> None:
         if not query_id:
             return
         record = ExecutionRecord(
-            tool_name=tool_name, user_id=user_id, at=datetime.fromtimestamp(self._clock(), UTC), outcome=outcome
+            tool_name=tool_name,
+            user_id=caller.user_id,
+            key_id=caller.principal.key_id,  # learning from use counts evidence per key (build_index/usage.py)
+            at=datetime.fromtimestamp(self._clock(), UTC),
+            outcome=outcome,
         )
         try:
             self.access.store.record_execution(query_id, record)

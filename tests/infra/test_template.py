@@ -116,6 +116,15 @@ def test_function_shape(translated: dict[str, Any]) -> None:
     assert props["MemorySize"] == 1769
 
 
+def test_the_function_outlives_the_longest_tool_wait(translated: dict[str, Any]) -> None:
+    """A slow tool ends in toolrec's own executor_timeout answer, recorded, with 5 s to spare before the function's
+    Timeout, itself within API Gateway's 30 s. Before, both were 30 s, the catalog's default timeout_s, so Lambda's
+    limit came first and the call ended unanswered (issue 22)."""
+    timeout = function(translated)["Properties"]["Timeout"]
+    longest_wait = float(resolve(environment(translated)[f"{ENV_PREFIX}MAX_TOOL_SECONDS"]))
+    assert longest_wait + 5 <= timeout <= 30
+
+
 def test_snapstart_serves_a_published_version_through_an_alias(translated: dict[str, Any]) -> None:
     props = function(translated)["Properties"]
     assert props["SnapStart"] == {"ApplyOn": "PublishedVersions"}

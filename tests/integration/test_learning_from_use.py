@@ -8,7 +8,9 @@ import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from build_index.cli import main as toolrec
 from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.publish import publish
 from build_index.usage import ExecutionGroup, UsageLog, fold_usage
+from handler.composition import build_app
 from handler.errors import IntegrityError
 from handler.index.holder import IndexHolder
 from handler.index.load import Index, load_build, rebuild_of
@@ -24,9 +27,12 @@ from handler.index.store import LocalIndexStore, load_latest
 from handler.inference.embedder import OnnxEmbedder
 from handler.inference.model_files import sha256_file
 from handler.policy.file_store import FilePolicyStore, write_document
+from handler.policy.keys import hash_key
 from handler.policy.model import ExecutionRecord, QueryRecord
 from handler.ranking.recommend import recommend
-from tests.support.serving import demo_tools, publish_tools
+from tests.support.servers import serve
+from tests.support.serving import demo_tools, file_settings, publish_tools
+from tests.support.workers import http_worker_app
 
 TOOLS = demo_tools()
 NAMES = [t.name for t in TOOLS]
@@ -101,24 +107,94 @@ def test_a_burst_of_fake_executions_moves_only_its_own_task_and_never_above_the_
     assert len(changed_top5) <= 0.02 * len(others), changed_top5
 
 
+TIED = "send the standup notes to the team"
+WORDINGS = [f"{TIED} {w}" for w in ("now", "today", "please", "asap", "quickly", "again", "for me", "at 9")]
+MALLORY_KEY, VICTIM_KEY = "trk_learning-mallory-0123456789abcdef", "trk_learning-victim-0123456789abcdef0"
+
+
+def _burst_policy() -> dict[str, Any]:
+    """Mallory's key may use gateway "sms" only; the victim's gateway "team" allows Slack and Twilio."""
+    return {
+        "version": 1,
+        "gateways": [
+            {"gateway_id": "sms", "allowed": ["Twilio.*"], "recommendation": "on"},
+            {"gateway_id": "team", "allowed": ["Slack.*", "Twilio.*"], "recommendation": "on"},
+        ],
+        "access_rules": [{"rule_id": "all", "subject": "*", "effect": "allow", "tools": ["*"]}],
+        "api_keys": [
+            {"key_id": "mallory", "key_hash": hash_key(MALLORY_KEY), "gateway_id": "sms"},
+            {"key_id": "victim", "key_hash": hash_key(VICTIM_KEY), "gateway_id": "team"},
+        ],
+    }
+
+
+def test_a_burst_from_one_gateway_key_never_changes_another_callers_first_answer(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """Issue 22 item 6, as the probe ran it: 64 selects and linked executions through one key limited to gateway
+    "sms" (8 asserted user_ids x 8 wordings of one task), then `toolrec build --from-index --usage` of the local
+    query log. Before, the per-user cap counted user_ids the key chose, and the victim's first answer on gateway
+    "team" moved from Slack.SendMessage to the burst's Twilio.SendSms; now one key alone is no evidence."""
+    rows = [t.model_dump(mode="json", exclude_none=True) for t in TOOLS]
+    with serve(http_worker_app()) as worker:
+        for row in rows:
+            if row["name"] == "Twilio.SendSms":  # runnable, and no connection to grant the asserted users
+                row.pop("requirements")
+                row["executor"] = {"kind": "http", "target": f"{worker}/echo"}
+        (tmp_path / "tools.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        index, policy = tmp_path / "index", tmp_path / "policy.json"
+        assert toolrec(["build", "--catalog", str(tmp_path / "tools.jsonl"), "--out", str(index), "--quiet"]) == 0
+        policy.write_text(json.dumps(_burst_policy()))
+        settings = file_settings(str(index), policy, tmp_path / "cache", index_refresh_seconds=0)
+        with serve(build_app(settings, embedder=embedder)) as base:
+
+            def post(key: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+                response = httpx.post(f"{base}{path}", json=body, headers={"Authorization": f"Bearer {key}"})
+                assert response.status_code == 200, response.text
+                answer: dict[str, Any] = response.json()
+                return answer
+
+            def victims_first() -> str:
+                answer = post(VICTIM_KEY, "/v1/tools/select", {"tasks": [TIED], "user_id": "vic"})
+                return str(answer["results"][0]["suggestions"][0]["tool_name"])
+
+            assert victims_first() == "Slack.SendMessage"
+            for user in range(8):
+                for wording in WORDINGS:
+                    select = {"tasks": [wording], "user_id": f"mallory{user}"}
+                    found = post(MALLORY_KEY, "/v1/tools/select", select)
+                    assert "Twilio.SendSms" in [t["tool_name"] for t in found["results"][0]["suggestions"]]
+                    execute = {"tool_name": "Twilio.SendSms", "input": {"to": "+15550100", "body": "notes"},
+                               "user_id": f"mallory{user}", "query_id": found["query_id"]}  # fmt: skip
+                    assert post(MALLORY_KEY, "/v1/tools/execute", execute)["success"] is True
+            cold = httpx.get(f"{base}/healthz").json()["build_id"]
+            log = str(policy.with_suffix(".queries.jsonl"))
+            assert toolrec(["build", "--from-index", str(index), "--usage", log, "--out", str(index), "--quiet"]) == 0
+            assert httpx.get(f"{base}/healthz").json()["build_id"] != cold  # the warm build is the one served
+            assert victims_first() == "Slack.SendMessage"
+
+
 def _log_with_one_execution(policy_dir: Path, expires_at: int) -> Path:
-    """The local file store's query log after one select and one successful execution linked to it."""
+    """The local file store's query log after one select and one successful execution linked to it, through each
+    of three API keys (the query log's evidence needs that many: build_index/usage.py KEYS_PER_EVIDENCE)."""
     policy = policy_dir / "policy.json"
     write_document(policy, demo_policy())
     store = FilePolicyStore(policy)
     now = datetime.now(UTC)
-    store.put_query(
-        QueryRecord(
-            query_id="q-1",
-            user_id="ada",
-            tasks=("tell the on-call crew the database failover finished",),
-            recommended=(("Twilio.SendSms", "Slack.SendMessage"),),
-            created_at=now,
-            expires_at=expires_at,
+    for key in ("k1", "k2", "k3"):
+        store.put_query(
+            QueryRecord(
+                query_id=f"q-{key}",
+                user_id="ada",
+                key_id=key,
+                tasks=("tell the on-call crew the database failover finished",),
+                recommended=(("Twilio.SendSms", "Slack.SendMessage"),),
+                created_at=now,
+                expires_at=expires_at,
+            )
         )
-    )
-    execution = ExecutionRecord(tool_name="Slack.SendMessage", user_id="ada", at=now, outcome="ok")
-    store.record_execution("q-1", execution)
+        execution = ExecutionRecord(tool_name="Slack.SendMessage", user_id="ada", key_id=key, at=now, outcome="ok")
+        store.record_execution(f"q-{key}", execution)
     return store.query_log_path
 
 
@@ -128,12 +204,12 @@ def test_build_folds_the_local_query_log_and_records_it_in_the_manifest(
     log = _log_with_one_execution(tmp_path, int(datetime.now(UTC).timestamp()) + 3600)
     out = tmp_path / "index"
     assert toolrec(["build", "--catalog", str(DEMO_DIR / "tools.jsonl"), "--usage", str(log), "--out", str(out)]) == 0
-    assert "1 execution groups, 1 distinct tasks for 1 tools" in capsys.readouterr().out
+    assert "3 execution groups, 1 distinct tasks for 1 tools" in capsys.readouterr().out
     loaded = load(out, embedder)
     assert loaded.manifest.usage is not None
     assert loaded.manifest.usage.model_dump(exclude={"oldest", "newest", "evidence_sha256"}) == {
         "source": str(log),
-        "execution_groups": 1,
+        "execution_groups": 3,
         "distinct_tasks": 1,
         "past_task_rows": 1,
         "tools_with_usage": 1,
@@ -150,7 +226,7 @@ def test_a_rebuild_after_the_log_expired_drops_that_usage(tmp_path: Path, embedd
     out = tmp_path / "index"
     assert toolrec(["build", "--catalog", str(DEMO_DIR / "tools.jsonl"), "--usage", str(log), "--out", str(out)]) == 0
     usage = load(out, embedder).manifest.usage
-    assert usage is not None and usage.execution_groups == 0 and usage.ignored == {"expired": 1}
+    assert usage is not None and usage.execution_groups == 0 and usage.ignored == {"expired": 3}
 
 
 def test_turned_off_a_warm_index_ranks_exactly_as_a_cold_one(

@@ -53,6 +53,26 @@ def test_policy_cli_refuses_bad_patterns(tmp_path: Path, capsys: pytest.CaptureF
     assert not (tmp_path / "p.json").exists()
 
 
+@pytest.mark.parametrize("name", ["Slack.Send Message", "Slack.Send*", "Slack.Send-Message"])
+def test_every_name_the_build_takes_a_rule_can_name(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One rule (handler/catalog/names.py name_problem) for catalog names and exact patterns (issue 22): before,
+    "Slack.Send Message" built and `toolrec policy` refused it, so nothing could allow or deny that tool alone."""
+    row = {"name": name, "description": "Send a message to a Slack channel.", "input_schema": {}, "app": "Slack"}
+    catalog = tmp_path / "tools.jsonl"
+    catalog.write_text(json.dumps(row) + "\n")
+    index = tmp_path / "index"
+    built = toolrec(["build", "--catalog", str(catalog), "--out", str(index), "--quiet"])
+    rule = ["rule", "put", "--subject", "bob", "--rule-id", "r", "--effect", "deny", "--tools", name]
+    written = toolrec(["policy", "--file", str(tmp_path / "policy.json"), *rule, "--index", str(index)])
+    err = capsys.readouterr().err
+    assert (built, written) in ((0, 0), (2, 2)), err
+    if built:
+        assert f"tool name {name!r} holds whitespace or '*'" in err and not index.exists()
+        assert f"{name!r} is not a tool pattern" in err
+
+
 @pytest.fixture(scope="module")
 def served_root(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) -> Path:
     """The layout `toolrec serve` leaves: the demo index and the demo policy side by side."""

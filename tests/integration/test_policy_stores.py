@@ -47,6 +47,7 @@ def _query(query_id: str, expires_at: int) -> QueryRecord:
     return QueryRecord(
         query_id=query_id,
         user_id="ana",
+        key_id="k1",
         gateway_id="default",
         tasks=("send a message", "open an issue"),
         recommended=(("Slack.SendMessage",), ()),
@@ -96,9 +97,8 @@ def test_apps_connections_and_keys_round_trip(store: Any) -> None:
 
 def test_query_log_links_executions(store: Any) -> None:
     store.put_query(_query("q-1", int(time.time()) + 3600))
-    store.record_execution(
-        "q-1", ExecutionRecord(tool_name="Slack.SendMessage", user_id="ana", at=datetime.now(UTC), outcome="ok")
-    )
+    ran = ExecutionRecord(tool_name="Slack.SendMessage", user_id="ana", key_id="k1", at=datetime.now(UTC), outcome="ok")
+    store.record_execution("q-1", ran)
     store.record_execution(
         "unknown", ExecutionRecord(tool_name="X.Y", user_id="ana", at=datetime.now(UTC), outcome="ok")
     )
@@ -107,6 +107,8 @@ def test_query_log_links_executions(store: Any) -> None:
     assert record is not None
     assert record.recommended == (("Slack.SendMessage",), ())
     assert [e.tool_name for e in record.executions] == ["Slack.SendMessage"]
+    # The key that asked and the key that ran: learning from use counts evidence per key (build_index/usage.py).
+    assert record.key_id == "k1" and [e.key_id for e in record.executions] == ["k1"]
     assert store.get_query("unknown") is None
 
 

@@ -3,11 +3,13 @@ not. A real upstream behind a bearer token on loopback; the index in a local dir
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import boto3
+import httpx
 import pytest
 from mcp.server.mcpserver import MCPServer
 from moto import mock_aws
@@ -17,15 +19,18 @@ from build_index.build import index_tools
 from build_index.mcp_ingest import ingest
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from build_index.refresh import refresh
+from build_index.refresh import moved_names, refresh
 from build_index.upstream_headers import Upstream, parse_upstreams, secrets_manager_reader
-from handler.catalog.tool import Tool
+from handler.catalog.tool import Executor, Tool
+from handler.composition import build_app
 from handler.errors import CatalogError, IndexNotPublishedError
 from handler.index.format import LATEST, MANIFEST
 from handler.index.store import S3IndexStore
+from handler.policy.keys import hash_key
 from handler.ranking.query import Embedder
 from tests.support.aio import in_thread
 from tests.support.servers import serve
+from tests.support.serving import file_settings
 from tests.support.workers import bearer_protected, upstream_mcp_server
 
 TOKEN = "refresh-token"
@@ -55,9 +60,11 @@ def latest(index_dir: Path) -> str:
     return (index_dir / LATEST).read_text().strip()
 
 
-def refresh_cli(index_dir: Path, url: str, capsys: pytest.CaptureFixture[str]) -> str:
-    argv = ["refresh", "--index", str(index_dir), "--from-mcp", url, "--mcp-app", "Upstream", "--header", HEADER]
-    assert in_thread(cli.main, argv) == 0, capsys.readouterr().err
+def refresh_cli(
+    index_dir: Path, url: str, capsys: pytest.CaptureFixture[str], app: str = "Upstream", header: str | None = HEADER
+) -> str:
+    argv = ["refresh", "--index", str(index_dir), "--from-mcp", url, "--mcp-app", app]
+    assert in_thread(cli.main, [*argv, *(["--header", header] if header else [])]) == 0, capsys.readouterr().err
     return capsys.readouterr().out
 
 
@@ -99,6 +106,72 @@ def test_refresh_publishes_only_when_the_upstream_tools_change(
     ]
     assert "Upstream.explode" not in {row["name"] for row in third}
     assert "Weather.GetForecast" in {row["name"] for row in third}  # what the upstream did not list is kept
+
+
+def _reports(upstream_name: str) -> Callable[[str], dict[str, str]]:
+    def run(table: str) -> dict[str, str]:
+        return {"ran": upstream_name, "table": table}
+
+    return run
+
+
+def test_a_name_keeps_its_upstream_tool_across_refreshes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: Embedder
+) -> None:
+    """Issue 22 item 5: a deny on ``Db.drop_table`` (upstream ``drop-table``); the upstream adds ``drop_table``. The
+    refresh named the original ``Db.drop_table_0bf82b65`` and gave ``Db.drop_table`` to the newcomer: the denied
+    user ran the original, and the deny guarded the newcomer. Now the newcomer gets the suffix."""
+    server = MCPServer(name="db", log_level="WARNING")
+    server.add_tool(_reports("drop-table"), name="drop-table", description="Drop a table from the database.")
+    index = tmp_path / "index"
+    with serve(server.streamable_http_app(json_response=True, stateless_http=True)) as base:
+        url = base + "/mcp"
+        assert in_thread(cli.main, ["build", "--from-mcp", url, "--mcp-app", "Db", "--out", str(index), "--quiet"]) == 0
+        server.add_tool(_reports("drop_table"), name="drop_table", description="Empty a table, keeping its columns.")
+        assert "published new build" in refresh_cli(index, url, capsys, app="Db", header=None)
+        rows = [
+            json.loads(line) for line in (index / "builds" / latest(index) / "tools.jsonl").read_text().splitlines()
+        ]
+        newcomer = f"Db.drop_table_{hashlib.sha256(b'drop_table').hexdigest()[:8]}"
+        assert {row["name"]: row["executor"]["tool"] for row in rows} == {
+            "Db.drop_table": "drop-table",
+            newcomer: "drop_table",
+        }
+        (tmp_path / "policy.json").write_text(json.dumps(_deny_policy("Db.drop_table")))
+        settings = file_settings(str(index), tmp_path / "policy.json", tmp_path / "cache", policy_cache_seconds=0)
+        with serve(build_app(settings, embedder=embedder)) as served:
+
+            def execute(user: str, tool: str) -> httpx.Response:
+                body = {"tool_name": tool, "input": {"table": "users"}, "user_id": user}
+                return httpx.post(f"{served}/v1/tools/execute", json=body, headers={"Authorization": "Bearer k"})
+
+            assert execute("mallory", "Db.drop_table").status_code == 404  # the deny still guards drop-table
+            assert execute("alice", "Db.drop_table").json()["output"] == {"ran": "drop-table", "table": "users"}
+            assert execute("mallory", newcomer).json()["output"] == {"ran": "drop_table", "table": "users"}
+
+
+def test_the_refresh_backstop_finds_a_name_given_to_another_tool() -> None:
+    """What a refresh refuses to publish (build_index/refresh.py moved_names), whatever named the new tools."""
+    upstream = "http://127.0.0.1:9/mcp"
+    was = STATIC.model_copy(
+        update={"name": "Db.drop_table", "executor": Executor(kind="mcp", target=upstream, tool="drop-table")}
+    )
+    now = was.model_copy(
+        update={"name": "db_DROP_TABLE", "executor": Executor(kind="mcp", target=upstream, tool="drop_table")}
+    )
+    assert moved_names([was], [was, STATIC]) == []
+    assert moved_names([was], [now]) == [f"db_DROP_TABLE: mcp {upstream} drop-table, now mcp {upstream} drop_table"]
+
+
+def _deny_policy(denied: str) -> dict[str, object]:
+    return {
+        "version": 1,
+        "access_rules": [
+            {"rule_id": "all", "subject": "*", "effect": "allow", "tools": ["*"]},
+            {"rule_id": "no-drop", "subject": "mallory", "effect": "deny", "tools": [denied]},
+        ],
+        "api_keys": [{"key_id": "k", "key_hash": hash_key("k")}],
+    }
 
 
 def test_refresh_to_s3_with_the_token_from_secrets_manager(upstream: tuple[MCPServer, str], embedder: Embedder) -> None:

@@ -30,17 +30,22 @@ def index_dir(tmp_path: Path) -> Path:
 
 
 def log_execution(store: FilePolicyStore, query_id: str, task: str, tool: str, expires_at: int) -> None:
+    """The task run with the tool through three API keys: the query log's evidence needs that many
+    (build_index/usage.py KEYS_PER_EVIDENCE), so this is three execution groups."""
     now = datetime.now(UTC)
-    record_ = QueryRecord(
-        query_id=query_id,
-        user_id="ada",
-        tasks=(task,),
-        recommended=((tool,),),
-        created_at=now,
-        expires_at=expires_at,
-    )
-    store.put_query(record_)
-    store.record_execution(query_id, ExecutionRecord(tool_name=tool, user_id="ada", at=now, outcome="ok"))
+    for key in ("k1", "k2", "k3"):
+        record_ = QueryRecord(
+            query_id=f"{query_id}-{key}",
+            user_id="ada",
+            key_id=key,
+            tasks=(task,),
+            recommended=((tool,),),
+            created_at=now,
+            expires_at=expires_at,
+        )
+        store.put_query(record_)
+        execution = ExecutionRecord(tool_name=tool, user_id="ada", key_id=key, at=now, outcome="ok")
+        store.record_execution(record_.query_id, execution)
 
 
 def latest(index_dir: Path) -> str:
@@ -67,7 +72,7 @@ def test_refresh_publishes_when_the_usage_changed_and_only_then(
     first = latest(index_dir)
     assert first != cold
     warm = load_latest(LocalIndexStore(index_dir), index_dir, embedder.fingerprint).manifest
-    assert warm.usage is not None and warm.usage.execution_groups == 1
+    assert warm.usage is not None and warm.usage.execution_groups == 3
     cold_manifest = (index_dir / "builds" / cold / "manifest.json").read_text()
     assert warm.files["vectors.npy"] in cold_manifest  # the tools were not embedded again
 
@@ -77,7 +82,7 @@ def test_refresh_publishes_when_the_usage_changed_and_only_then(
     log_execution(store, "q2", "file a bug about the login page", "GitHub.CreateIssue", soon)
     assert "published new build" in run_refresh(index_dir, store.query_log_path, capsys)
     second = load_latest(LocalIndexStore(index_dir), index_dir, embedder.fingerprint).manifest
-    assert second.usage is not None and second.usage.execution_groups == 2
+    assert second.usage is not None and second.usage.execution_groups == 6
 
 
 def test_a_build_that_fails_the_drift_check_is_not_published(

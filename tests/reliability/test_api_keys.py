@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -21,6 +22,7 @@ from handler.composition import build_app
 from handler.inference.embedder import OnnxEmbedder
 from handler.policy.keys import hash_key
 from tests.integration.test_serving_aws import TABLES, write_policy_with_cli
+from tests.support.servers import serve
 from tests.support.serving import API_KEY, file_settings, lambda_thread_loop, write_test_policy
 
 SELECT = {"tasks": ["send a message"], "user_id": "u"}
@@ -108,3 +110,29 @@ def test_a_revoked_key_stops_working(app: tuple[TestClient, Path]) -> None:
     assert client.post("/v1/tools/select", json=SELECT, headers=auth).status_code == 200
     assert toolrec(["policy", "--file", str(policy), "key", "revoke", API_KEY]) == 0
     assert client.post("/v1/tools/select", json=SELECT, headers=auth).status_code == 401
+
+
+def test_changes_made_with_toolrec_policy_apply_to_the_local_file_at_once(
+    tmp_path: Path, embedder: OnnxEmbedder, demo_index: Path
+) -> None:
+    """As `toolrec serve` runs (the policy cache at its default 30 s, which now holds only DynamoDB lookups): a
+    deny and a key revocation written with `toolrec policy` apply from the next request. Before, both waited out
+    the cache, and a revoked key kept working for up to 30 s (issue 22)."""
+    policy = write_test_policy(tmp_path / "policy.json")
+    settings = file_settings(str(demo_index), policy, tmp_path / "cache")
+    assert settings.policy_cache_seconds == 30
+    task = {"tasks": ["send a message to a Slack channel"], "user_id": "u"}
+    with serve(build_app(settings, embedder=embedder)) as base:
+
+        def select() -> httpx.Response:
+            return httpx.post(f"{base}/v1/tools/select", json=task, headers={"Authorization": f"Bearer {API_KEY}"})
+
+        def first() -> str:
+            return str(select().json()["results"][0]["suggestions"][0]["tool_name"])
+
+        assert first() == "Slack.SendMessage"
+        deny = ["rule", "put", "--subject", "u", "--rule-id", "no-slack-u", "--effect", "deny", "--tools", "Slack.*"]
+        assert toolrec(["policy", "--file", str(policy), *deny, "--index", str(demo_index)]) == 0
+        assert not first().startswith("Slack.")
+        assert toolrec(["policy", "--file", str(policy), "key", "revoke", API_KEY]) == 0
+        assert select().status_code == 401

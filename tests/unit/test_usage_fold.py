@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from build_index.usage import (
+    KEYS_PER_EVIDENCE,
+    TASKS_PER_KEY_PER_TOOL,
     TASKS_PER_TOOL,
     TASKS_PER_USER_PER_TOOL,
     ExecutionGroup,
@@ -41,15 +43,18 @@ def fake_embed(texts: Sequence[str]) -> np.ndarray:
     return np.stack([fake_vector(t) for t in texts])
 
 
-def record(query_id: str, tasks: list[str], recommended: list[list[str]], ran: list[tuple[str, str]]) -> QueryRecord:
+def record(
+    query_id: str, tasks: list[str], recommended: list[list[str]], ran: list[tuple[str, str]], key: str | None = "k1"
+) -> QueryRecord:
     return QueryRecord(
         query_id=query_id,
         user_id="ada",
+        key_id=key,
         tasks=tuple(tasks),
         recommended=tuple(tuple(r) for r in recommended),
         created_at=NOW,
         expires_at=int((NOW + timedelta(days=30)).timestamp()),
-        executions=tuple(ExecutionRecord(tool_name=t, user_id="ada", at=NOW, outcome=o) for t, o in ran),
+        executions=tuple(ExecutionRecord(tool_name=t, user_id="ada", key_id=key, at=NOW, outcome=o) for t, o in ran),
     )
 
 
@@ -123,6 +128,39 @@ def test_co_usage_shares_count_distinct_groups() -> None:
     assert companions == pytest.approx({0: 1 / 3, 3: 1 / 3})
 
 
+def test_query_log_evidence_is_counted_per_key_and_needs_several_keys() -> None:
+    """Issue 22 item 6: a key names whatever user_id it likes, so the query log's evidence is counted per key. One
+    key's runs (40 tasks, 40 users) are no evidence until KEYS_PER_EVIDENCE keys ran the tool, and then at most
+    TASKS_PER_KEY_PER_TOOL of its tasks; a run linked to another key's select, or logged without a key, never."""
+    assert KEYS_PER_EVIDENCE == 3
+    burst = [
+        record(f"m{i}", [f"send the notes {i}"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")], "mallory")
+        for i in range(40)
+    ]
+    burst = [r.model_copy(update={"user_id": f"user{i}"}) for i, r in enumerate(burst)]
+    unkeyed = record("old", ["tell the team"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")], key=None)
+    borrowed = record("b", ["file the bug"], [["GitHub.CreateIssue"]], [("GitHub.CreateIssue", "ok")], "k1")
+    borrowed = borrowed.model_copy(update={"executions": (borrowed.executions[0].model_copy(update={"key_id": "m"}),)})
+    alone = groups_from_queries([*burst, unkeyed, borrowed], NOW.timestamp())
+    _, summary = fold_usage(alone, NAMES, fake_embed, "test")
+    assert summary.tools_with_usage == 0
+    assert summary.ignored == {"no_key": 1, "other_key": 1, "too_few_keys": 40}
+
+    vouched = [record(k, ["tell the team"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")], k) for k in "ab"]
+    _, summary = fold_usage(groups_from_queries([*burst, *vouched], NOW.timestamp()), NAMES, fake_embed, "test")
+    assert summary.tools_with_usage == 1 and summary.past_task_rows == TASKS_PER_KEY_PER_TOOL + 1
+
+
+def test_a_pair_counts_as_co_used_once_several_keys_ran_it_together() -> None:
+    both = ("Slack.SendMessage", "GitHub.CreateIssue")
+    apart = [ExecutionGroup("ping", (tool,), key_id=k) for tool in both for k in ("k1", "k2", "k3")]
+    together = [ExecutionGroup("triage", both, key_id=k) for k in ("mallory", "k1", "k2")]
+    slack = NAMES.index("Slack.SendMessage")
+    for groups, companions in [(apart + together[:1], 0), (apart + together[:2], 0), (apart + together, 1)]:
+        arrays, _ = fold_usage(UsageLog(groups), NAMES, fake_embed, "test")
+        assert int(arrays.co_indptr[slack + 1] - arrays.co_indptr[slack]) == companions, len(groups)
+
+
 def test_unknown_tools_are_dropped_and_counted() -> None:
     log = UsageLog([ExecutionGroup("old task", ("Retired.Tool", "Slack.SendMessage"))])
     arrays, summary = fold_usage(log, NAMES, fake_embed, "test")
@@ -149,10 +187,13 @@ def test_the_local_query_log_reads_back_as_the_store_recorded_it(tmp_path: Path)
     store = FilePolicyStore(policy, clock=NOW.timestamp)
     query = record("q1", ["tell the team"], [["Slack.SendMessage"]], [])
     store.put_query(query)
-    store.record_execution("q1", ExecutionRecord(tool_name="Slack.SendMessage", user_id="ada", at=NOW, outcome="ok"))
+    execution = ExecutionRecord(tool_name="Slack.SendMessage", user_id="ada", key_id="k1", at=NOW, outcome="ok")
+    store.record_execution("q1", execution)
     with store.query_log_path.open("a") as log:
         log.write('{"kind": "query", "record": {"query_id": "cut sh')  # a crash mid-line
     (back,) = read_query_log(store.query_log_path)
     assert back.query_id == "q1" and [e.tool_name for e in back.executions] == ["Slack.SendMessage"]
     usage = read_usage(str(store.query_log_path), NOW.timestamp())
-    assert [(g.task, g.tools, g.user_id) for g in usage.groups] == [("tell the team", ("Slack.SendMessage",), "ada")]
+    assert [(g.task, g.tools, g.user_id, g.key_id) for g in usage.groups] == [
+        ("tell the team", ("Slack.SendMessage",), "ada", "k1")
+    ]
