@@ -18,7 +18,8 @@ from handler.aws import CLIENT_OPTIONS
 from handler.catalog.tool import Executor, Tool
 from handler.errors import ExecutionError, ExecutorTimeoutError, ExecutorUnavailableError, ToolFailedError
 from handler.execute.base import Dispatcher, ToolCall
-from handler.execute.http_executor import MAX_OUTPUT_BYTES, HttpExecutor
+from handler.execute.bounded_output import MAX_OUTPUT_BYTES
+from handler.execute.http_executor import HttpExecutor
 from handler.execute.lambda_executor import LambdaExecutor
 from handler.execute.mcp_executor import McpExecutor
 from tests.support.aio import run_async
