@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from build_index.upstream_headers import parse_headers, resolve_headers
-from handler.catalog.json_limits import schema_problems
+from handler.catalog.json_limits import catalog_schema_problems
 from handler.catalog.names import describe_collisions, name_collisions
 from handler.catalog.tool import _VERSION_SUFFIX, Executor, Tool
 from handler.errors import CatalogError
@@ -118,7 +118,7 @@ def catalog_entries(url: str, server_name: str, tools: Sequence[types.Tool], app
     for tool, part in zip(tools, tool_parts(app_id, [t.name for t in tools]), strict=True):
         description = (tool.description or tool.title or "").strip()
         # Checked here as well as by the build, so the upstream name is the one named and --catalog-out stays unwritten.
-        unusable = schema_problems(tool.input_schema)
+        unusable = catalog_schema_problems(tool.input_schema)
         if unusable:
             problems.extend(f"{tool.name!r}: input_schema{problem}" for problem in unusable)
             continue

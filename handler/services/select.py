@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from handler import observability
+from handler.catalog.answer_budget import fitting, fitting_per_task
 from handler.catalog.tool import Tool
 from handler.errors import PolicyUnavailableError, ServiceUnavailableError
 from handler.index.holder import IndexHolder
@@ -82,19 +83,19 @@ class ToolFinder:
         """
         started = time.perf_counter()
         index, allowed = self._scope(caller)
-        results = []
+        found: list[list[int] | None] = []  # each task's tools by position, best first; None: its lookup failed
         for task in tasks:
             try:
-                found = recommend(index.ranking, self.embedder, task, context, top_k, allowed)
+                hits = recommend(index.ranking, self.embedder, task, context, top_k, allowed).hits
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")
                 if isolate_failures:
-                    results.append(TaskResult(task, (), unavailable=True))
+                    found.append(None)
                     continue
                 message = "the tool lookup failed; retry the request"
                 raise ServiceUnavailableError(message, public=message) from exc
-            tools = tuple(index.tools[h.index] for h in found.hits)  # none: the calibrated no match
-            results.append(TaskResult(task, tools))
+            found.append([hit.index for hit in hits])  # none: the calibrated no match
+        results = _within_budget(index, tasks, found)
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
         no_match = sum(1 for r in results if not r.tools and not r.unavailable)
@@ -105,14 +106,16 @@ class ToolFinder:
     def search(self, caller: Caller, query: str, top_k: int) -> tuple[Tool, ...]:
         """Tools ranked by keyword match alone (BM25): only tools sharing a word with the query."""
         index, allowed = self._scope(caller)
-        hits = index.ranking.rank(query, None, top_k, allowed, Method.BM25)
-        return tuple(index.tools[h.index] for h in hits)
+        positions = [hit.index for hit in index.ranking.rank(query, None, top_k, allowed, Method.BM25)]
+        return tuple(index.tools[i] for i in positions[: fitting(index.tools.record_bytes(positions))])
 
     def usable(self, caller: Caller, offset: int, limit: int) -> UsablePage:
-        """A page of the tools the user may use under the gateway, in catalog order (what a provider defers)."""
+        """A page of the tools the user may use under the gateway, in catalog order (what a provider defers): up to
+        ``limit`` tools, and only as many as one answer carries; the next page starts after the last one."""
         index, allowed = self._scope(caller)
         positions = np.flatnonzero(allowed)
         page = positions[offset : offset + limit].tolist()  # only the page's records are read
+        page = page[: fitting(index.tools.record_bytes(page))]
         return UsablePage(tuple(index.tools[i] for i in page), int(positions.size))
 
     def _log_query(self, selection: Selection, caller: Caller) -> None:
@@ -131,3 +134,14 @@ class ToolFinder:
         except PolicyUnavailableError:
             # The recommendation itself succeeded; losing its log entry only unlinks later executions.
             log.warning("query log write failed", exc_info=True)
+
+
+def _within_budget(index: Index, tasks: Sequence[str], found: Sequence[list[int] | None]) -> list[TaskResult]:
+    """Each task's tools, as many as one answer carries (answer_budget.py: each task keeps its best)."""
+    kept = fitting_per_task([index.tools.record_bytes(positions or []) for positions in found])
+    return [
+        TaskResult(task, (), unavailable=True)
+        if positions is None
+        else TaskResult(task, tuple(index.tools[i] for i in positions[:count]))
+        for task, positions, count in zip(tasks, found, kept, strict=True)
+    ]
