@@ -133,15 +133,16 @@ def upstream_mcp_server() -> MCPServer:
     return server
 
 
-def large_text_mcp_app() -> Any:
-    """An upstream whose ``text`` tool answers with ``size`` characters of text, whatever the size."""
+def large_text_mcp_app(*, json_response: bool = True) -> Any:
+    """An upstream whose ``text`` tool answers with ``size`` characters of text, whatever the size (as one JSON
+    body, or as a server-sent event)."""
     server: MCPServer = MCPServer(name="upstream-large", log_level="WARNING")
 
     @server.tool(description="Answer with a text of the given size.", structured_output=False)
     def text(size: int) -> str:
         return "x" * size
 
-    return server.streamable_http_app(json_response=True, stateless_http=True)
+    return server.streamable_http_app(json_response=json_response, stateless_http=True)
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
