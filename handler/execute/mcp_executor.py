@@ -9,7 +9,7 @@ tool ran, and is not held in memory.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx2
@@ -51,9 +51,10 @@ class McpExecutor:
     ) -> types.CallToolResult:
         # follow_redirects stays off (the SDK also refuses cross-origin redirects): only the registered URL is used.
         http = httpx2.AsyncClient(
-            transport=_BoundedTransport(httpx2.AsyncHTTPTransport(verify=self._tls), budget),
+            verify=self._tls,
             headers=NO_COMPRESSION,
             timeout=spec.timeout_s,
+            event_hooks={"response": [_counted_by(budget)]},
         )
         # mode="legacy": the initialize handshake every MCP server speaks, without a server/discover probe round trip.
         # max_sse_event_size: a streamed result may be as large as a JSON one (the SDK's default stops at 1 MiB).
@@ -70,26 +71,16 @@ class McpExecutor:
             return await client.session.send_request(types.CallToolRequest(params=params), types.CallToolResult)
 
 
-class _BoundedTransport(httpx2.AsyncBaseTransport):
-    """Every response of one call's session read through the call's OutputBudget, as its bytes arrive."""
+def _counted_by(budget: OutputBudget) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """A response hook: every response of the call's session, read through its OutputBudget as the bytes arrive.
+    It runs once the headers are in and before the SDK reads the body, whatever transport (or proxy) is used."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, budget: OutputBudget) -> None:
-        self._inner = inner
-        self._budget = budget
+    async def count(response: httpx2.Response) -> None:
+        budget.admit(response.headers)  # a refusal here closes the response (httpx2 does, on a hook's error)
+        assert isinstance(response.stream, httpx2.AsyncByteStream)  # an async client's responses are
+        response.stream = _CountedStream(response.stream, budget)
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._inner.handle_async_request(request)
-        try:
-            self._budget.admit(response.headers)
-        except ExecutionError:
-            await response.aclose()
-            raise
-        assert isinstance(response.stream, httpx2.AsyncByteStream)  # an async transport's responses are
-        response.stream = _CountedStream(response.stream, self._budget)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    return count
 
 
 class _CountedStream(httpx2.AsyncByteStream):

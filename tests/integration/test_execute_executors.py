@@ -110,6 +110,15 @@ def test_oversized_output_is_refused(worker: tuple[str, list[dict[str, Any]]], d
         run(dispatcher, make_tool("Big.Dump", "http", url + "/huge"), {"size": MAX_OUTPUT_BYTES})
 
 
+def test_a_compressed_answer_is_refused_though_the_tool_ran(
+    worker: tuple[str, list[dict[str, Any]]], dispatcher: Dispatcher
+) -> None:
+    url, calls = worker
+    with pytest.raises(OutputUnreturnableError, match=r"Zip\.Dump ran.*compressed"):
+        run(dispatcher, make_tool("Zip.Dump", "http", url + "/gzipped"), {"a": 1})
+    assert calls[-1]["path"] == "/gzipped"
+
+
 def test_unreachable_worker_is_unavailable(dispatcher: Dispatcher) -> None:
     tool = make_tool("Down.Job", "http", f"http://127.0.0.1:{free_port()}/x")
     with pytest.raises(ExecutorUnavailableError) as caught:
@@ -148,7 +157,7 @@ def test_mcp_upstream_output_within_the_limit_is_returned_whole(large_upstream: 
 
 
 def test_mcp_upstream_output_past_the_limit_says_the_tool_ran(large_upstream: str, dispatcher: Dispatcher) -> None:
-    with pytest.raises(OutputUnreturnableError, match=f"Big.Text ran.*more than {MAX_OUTPUT_BYTES:,} bytes"):
+    with pytest.raises(OutputUnreturnableError, match=rf"Big\.Text ran.*more than {MAX_OUTPUT_BYTES:,} bytes"):
         run(dispatcher, make_tool("Big.Text", "mcp", large_upstream, "text"), {"size": MAX_OUTPUT_BYTES + 1})
 
 

@@ -7,6 +7,8 @@ was computed by the worker from the arguments it sent, not echoed by toolrec.
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -78,6 +80,12 @@ async def _stream(arguments: dict[str, Any]) -> StreamingResponse:
     return StreamingResponse(body(), status_code=int(arguments.get("status", 200)), media_type="application/json")
 
 
+async def _gzipped(arguments: dict[str, Any]) -> Response:
+    # Compressed whatever the request's Accept-Encoding says: a body that inflates as it is read.
+    body = gzip.compress(json.dumps({"received": arguments}).encode())
+    return Response(body, media_type="application/json", headers={"Content-Encoding": "gzip"})
+
+
 _HANDLERS = {
     "huge": _huge,
     "forecast": _forecast,
@@ -88,13 +96,14 @@ _HANDLERS = {
     "odd": _odd,
     "echo": _echo,
     "stream": _stream,
+    "gzipped": _gzipped,
 }
 
 
 def http_worker_app(calls: list[dict[str, Any]] | None = None) -> Starlette:
     """A worker whose endpoints ``/forecast`` and ``/post`` compute, ``/fail`` errors, ``/slow`` outlasts a timeout;
     ``/nested``, ``/odd`` answer JSON nested ``depth`` levels deep or with NaN / a lone surrogate, ``/echo`` echoes,
-    ``/stream`` streams a body of any size.
+    ``/stream`` streams a body of any size, ``/gzipped`` answers compressed though asked not to.
 
     Every request body is appended to ``calls`` so tests can check what reached the worker (and how often).
     """
