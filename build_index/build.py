@@ -12,7 +12,7 @@ from typing import TypeVar
 import numpy as np
 
 from build_index.catalog_io import MAX_REPORTED
-from handler.catalog.json_limits import schema_problems
+from handler.catalog.json_limits import catalog_schema_problems
 from handler.catalog.names import DEFAULT_NAMESPACE, describe_collisions, describe_reserved
 from handler.catalog.tool import Tool
 from handler.errors import CatalogError
@@ -77,10 +77,13 @@ def embed_texts(
 
 
 def check_schemas(tools: Sequence[Tool]) -> None:
-    """Refuse input schemas that execute could not check offline (a remote ``$ref``, absurd nesting), naming each
-    tool and where: every catalog source (files, ``--from-mcp``) is built here, and a schema is copied verbatim."""
+    """Refuse input schemas that execute could not check offline (a remote ``$ref``, absurd nesting) or that no
+    answer could carry (past MAX_SCHEMA_BYTES), naming each tool and where: every catalog source (files,
+    ``--from-mcp``) is built here, and a schema is copied verbatim."""
     problems = [
-        f"{tool.name}: input_schema{problem}" for tool in tools for problem in schema_problems(tool.input_schema)
+        f"{tool.name}: input_schema{problem}"
+        for tool in tools
+        for problem in catalog_schema_problems(tool.input_schema)
     ]
     if problems:
         shown = "\n  ".join(problems[:MAX_REPORTED])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from handler.catalog.json_limits import catalog_schema_problems
 from handler.catalog.names import name_key, name_problem
 from handler.catalog.tool import Tool
 from handler.errors import CatalogError
@@ -42,6 +43,10 @@ def read_catalogs(paths: Sequence[Path]) -> list[Tool]:
             if unnameable is not None:  # it would build, and `toolrec policy` could not name it
                 problems.append(f"{where}: tool name {tool.name!r} {unnameable}")
                 continue
+            # Here as well as in the build's check, so that the file and line are named.
+            problems.extend(
+                f"{where}: {tool.name}: input_schema{p}" for p in catalog_schema_problems(tool.input_schema)
+            )
             key = name_key(tool.name)
             if key in seen:
                 first_name, first_where = seen[key]

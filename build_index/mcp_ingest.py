@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from build_index.upstream_headers import parse_headers, resolve_headers
-from handler.catalog.json_limits import schema_problems
+from handler.catalog.json_limits import catalog_schema_problems
 from handler.catalog.names import (
     DEFAULT_NAMESPACE,
     describe_collisions,
@@ -174,7 +174,7 @@ def catalog_entries(
     for tool, part in zip(tools, parts, strict=True):
         description = (tool.description or tool.title or "").strip()
         # Checked here as well as by the build, so the upstream name is the one named and --catalog-out stays unwritten.
-        unusable = schema_problems(tool.input_schema)
+        unusable = catalog_schema_problems(tool.input_schema)
         if unusable:
             problems.extend(f"{tool.name!r}: input_schema{problem}" for problem in unusable)
             continue

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from handler.catalog.answer_budget import MAX_ANSWER_TOOL_BYTES
 from handler.catalog.tool import Tool
 from handler.services.apps import MAX_PENDING_LISTED
 from handler.services.execution import Execution
@@ -22,7 +23,8 @@ MAX_BODY_BYTES = 64 * 1024
 SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX = 5, 20
 SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
 APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
-# A Lambda answer holds at most 6 MB: a page of 1,000 tools is ~1 MB at the arcade catalog's ~1 KB a tool.
+# A Lambda answer holds at most 6 MB: a page of 1,000 arcade tools is ~0.8 MB (~0.7 KB a tool), and a page also
+# ends at the answer's byte budget (handler/catalog/answer_budget.py).
 PROVIDER_TOOLS_LIMIT_DEFAULT, PROVIDER_TOOLS_LIMIT_MAX = 500, 1000
 MAX_ID_CHARS = 256  # user, gateway, tool and query ids; the MCP user header too (handler/mcp/route.py)
 
@@ -249,8 +251,10 @@ class AnthropicToolResult(BaseModel):
 
 class _ToolsPage(BaseModel):
     total: int = Field(description="tools the user may use, across all pages")
-    limit: int
-    offset: int
+    limit: int = Field(
+        description=f"the most tools a page holds; it ends early at {MAX_ANSWER_TOOL_BYTES // 2**20} MiB of tools"
+    )
+    offset: int = Field(description="where this page starts; the next starts at offset + the tools it holds")
 
 
 class AnthropicToolsResponse(_ToolsPage):

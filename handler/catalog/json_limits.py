@@ -23,6 +23,10 @@ MAX_INPUT_DEPTH = 64
 MAX_OUTPUT_DEPTH = 128
 # A catalog schema: each property level nests two objects, so this allows inputs as deep as MAX_INPUT_DEPTH.
 MAX_SCHEMA_DEPTH = 2 * MAX_INPUT_DEPTH
+# A catalog schema's size, as compact UTF-8 JSON. Real catalogs' largest: 8.0 KB of 8,118 arcade tools (p99 2.0 KB),
+# 9.6 KB of ToolBench's 2,479 (issue 22 item 7): this is 6× that, and sixteen tasks' best tools still fit one
+# answer (answer_budget.py). An upstream's 8.1 MB schema had made one select 7.9 MB, past Lambda's 6 MB.
+MAX_SCHEMA_BYTES = 64 * 1024
 # Keywords whose values are instances (data), not subschemas: a "$ref" inside them is not a reference.
 _DATA_KEYWORDS = frozenset({"const", "default", "enum", "examples"})
 _CONTAINERS = (dict, list, tuple)
@@ -102,6 +106,20 @@ def _printable(path: tuple[Any, ...]) -> tuple[str, ...]:
 def printable(text: str) -> str:
     """``text`` with any lone surrogate written as its escape (``\\ud800``), so a message naming it can be sent."""
     return text if _encodable(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact UTF-8 JSON: what it weighs in an answer."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def catalog_schema_problems(schema: Any) -> list[str]:
+    """What keeps a schema out of a catalog (the build's rule, for files, ``--from-mcp`` and refresh alike): its
+    size past MAX_SCHEMA_BYTES, and every ``schema_problems``."""
+    size = json_size(schema)
+    if size > MAX_SCHEMA_BYTES:
+        return [f" is {size:,} bytes of JSON; a tool's input_schema may be at most {MAX_SCHEMA_BYTES:,} bytes"]
+    return schema_problems(schema)
 
 
 def schema_problems(schema: Any) -> list[str]:

@@ -2,20 +2,21 @@
 
 Wire contract with a worker: the request body is ``{"tool_name", "input", "user_id"}``; a 2xx answer's JSON body is
 the tool's output; any other status is a tool error whose message is the body's ``error`` (or ``message``) field.
+Either body is read only up to the output limit (bounded_output.py), uncompressed.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 
 from handler.errors import ExecutorTimeoutError, ExecutorUnavailableError, OutputUnreturnableError, ToolFailedError
 from handler.execute.base import ToolCall
+from handler.execute.bounded_output import NO_COMPRESSION, OutputBudget, OutputTooLargeError
 
 _MAX_ERROR_CHARS = 500
-# A Lambda response carries at most 6 MB; an output that cannot be returned is refused here, with a reason.
-MAX_OUTPUT_BYTES = 5 * 1024 * 1024
 
 
 class HttpExecutor:
@@ -36,31 +37,47 @@ class HttpExecutor:
             transport=self._transport, verify=self._tls, timeout=spec.timeout_s, follow_redirects=False
         ) as client:
             try:
-                response = await client.post(spec.target, json=body)
+                # Streamed: the body is counted as it arrives and the connection closed just past the limit.
+                async with client.stream("POST", spec.target, json=body, headers=NO_COMPRESSION) as response:
+                    content = await _read_body(call.tool.name, response)
             except httpx.TimeoutException as exc:
                 raise ExecutorTimeoutError(f"tool {call.tool.name} did not answer within {spec.timeout_s:g} s") from exc
             except httpx.HTTPError as exc:
                 raise ExecutorUnavailableError(f"the worker for {call.tool.name} could not be reached") from exc
-        return _output(call.tool.name, response)
+        return _output(call.tool.name, response.status_code, content)
 
 
-def _output(tool_name: str, response: httpx.Response) -> Any:
-    if len(response.content) > MAX_OUTPUT_BYTES:
-        raise ExecutorUnavailableError(f"the worker for {tool_name} answered with more than {MAX_OUTPUT_BYTES} bytes")
+async def _read_body(tool_name: str, response: httpx.Response) -> bytes:
+    budget = OutputBudget(tool_name)
     try:
-        payload = response.json()
+        budget.admit(response.headers)
+        return await budget.read(response.aiter_raw())  # raw: admit refused any Content-Encoding to decode
+    except OutputTooLargeError:
+        if response.is_success:
+            raise
+        # An error body is held to the same limit; the tool reported a failure either way.
+        status = response.status_code
+        raise ToolFailedError(
+            f"{tool_name} failed with HTTP {status}, with an error body of more than {budget.limit:,} bytes"
+        ) from None
+
+
+def _output(tool_name: str, status: int, content: bytes) -> Any:
+    succeeded = 200 <= status < 300
+    try:
+        payload = json.loads(content) if content else None
     except RecursionError:
         # json.loads stops at Python's recursion limit (~1,000 levels); the tool did run.
-        if response.is_success:
+        if succeeded:
             raise OutputUnreturnableError(tool_name, "the worker answered with JSON nested too deep to read") from None
         payload = None
-    except ValueError:
+    except ValueError:  # not JSON, or not text at all (UnicodeDecodeError is a ValueError)
         payload = None
-    if response.is_success:
-        if payload is None and response.content:
+    if succeeded:
+        if payload is None and content:
             raise ExecutorUnavailableError(f"the worker for {tool_name} answered with a body that is not JSON")
         return payload
-    raise ToolFailedError(_error_message(tool_name, response.status_code, payload, response.text))
+    raise ToolFailedError(_error_message(tool_name, status, payload, content.decode("utf-8", "replace")))
 
 
 def _error_message(tool_name: str, status: int, payload: Any, text: str) -> str:

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from handler.catalog.json_limits import MAX_INPUT_DEPTH, json_problem, printable, schema_problems
 from handler.errors import FieldProblem
-from handler.execute.bounded_patterns import (
-    PATTERN_BUDGET_S,
+from handler.execute.validation_budget import (
+    VALIDATION_BUDGET_S,
     PatternTooSlowError,
+    ValidationTooSlowError,
     bounded_validator_class,
-    pattern_budget,
+    validation_budget,
 )
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def input_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> l
 
     Never touches the network, and bounded: only references inside the schema resolve (issue 15: a remote ``$ref``
     was fetched, with no timeout, on every call), input past MAX_INPUT_DEPTH is refused before validation, the
-    schema's patterns run under one time budget (bounded_patterns.py), and a schema that recurses without end is a
+    whole check runs under one time budget (validation_budget.py), and a schema that recurses without end is a
     refusal rather than a RecursionError.
     """
     # The build refuses these (build_index.build); an index written before it did may still hold one.
@@ -67,7 +68,7 @@ def _validation_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) 
     try:
         validator_class.check_schema(schema)
         validator = validator_class(schema, registry=_offline_registry(), format_checker=validator_class.FORMAT_CHECKER)
-        with pattern_budget():
+        with validation_budget():
             return sorted(validator.iter_errors(dict(arguments)), key=lambda e: (list(map(str, e.path)), e.message))
     except schema_errors.SchemaError:
         # A catalog schema the build let through but jsonschema cannot use: refuse rather than run unchecked.
@@ -78,8 +79,10 @@ def _validation_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) 
         ) from None
     except PatternTooSlowError as exc:
         raise _UnusableSchemaError(
-            f"pattern {printable(str(exc)[:100])!r} took over {PATTERN_BUDGET_S} s on this input"
+            f"pattern {printable(str(exc)[:100])!r} took over {VALIDATION_BUDGET_S:g} s on this input"
         ) from None
+    except ValidationTooSlowError:
+        raise _UnusableSchemaError(f"took over {VALIDATION_BUDGET_S:g} s to check on this input") from None
     except RecursionError:
         # Only a schema can cause this now (the input is at most MAX_INPUT_DEPTH deep): references in a circle.
         raise _UnusableSchemaError("refers to itself without end") from None

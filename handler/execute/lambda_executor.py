@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from handler.aws import aws_client
 from handler.errors import ExecutorUnavailableError, OutputUnreturnableError, ToolFailedError
 from handler.execute.base import ToolCall
+from handler.execute.bounded_output import OutputBudget
 
 
 class LambdaClient(Protocol):
@@ -56,7 +57,9 @@ class LambdaExecutor:
 
 def _read_payload(tool_name: str, response: dict[str, Any]) -> Any:
     stream = response.get("Payload")
-    raw = stream.read() if stream is not None else b""
+    budget = OutputBudget(tool_name)  # Lambda allows a 6 MB payload; toolrec's answer around it must fit as well
+    raw = stream.read(budget.limit + 1) if stream is not None else b""
+    budget.count(raw)
     if not raw:
         return None
     try:

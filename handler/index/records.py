@@ -86,6 +86,13 @@ class ToolRecords(Sequence[Tool]):
     def __len__(self) -> int:
         return len(self.keys.names)
 
+    def record_bytes(self, positions: Sequence[int]) -> list[int]:
+        """Each tool's record size, read without parsing: what answer_budget.py weighs a listed tool by (the
+        record holds everything a listing shows of the tool, and its executor beside)."""
+        at = np.asarray(positions, dtype=np.intp)
+        sizes: list[int] = (self._ends[at] - self._starts[at]).tolist()
+        return sizes
+
     @overload
     def __getitem__(self, position: int) -> Tool: ...
 

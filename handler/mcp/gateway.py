@@ -1,8 +1,9 @@
 """A gateway as an MCP tool host: what ``tools/list`` shows and what ``tools/call`` runs, for one user, one request.
 
 Recommendation ``on`` lists the three meta-tools and the gateway's pinned tools; ``off`` lists the gateway's tools
-themselves; ``auto`` is ``off`` while the gateway allows fewer than AUTO_THRESHOLD tools besides its pins (those are
-listed either way, so only the others weigh on the choice). Either way the same services decide what the user may
+themselves, a page at a time (each bounded in bytes, the next named by ``nextCursor``); ``auto`` is ``off`` while
+the gateway allows fewer than AUTO_THRESHOLD tools besides its pins (those are listed either way, so only the
+others weigh on the choice). Either way the same services decide what the user may
 use: recommendation changes the listing, never the policy (PRODUCT.md §3, §7).
 """
 
@@ -17,7 +18,6 @@ from typing import Any
 
 import anyio.to_thread
 import mcp_types as types
-import numpy as np
 
 from handler.api.schemas import AppsResponse, AppSummary, ExecuteResponse, ToolSuggestion
 from handler.catalog.names import listed_name
@@ -36,6 +36,7 @@ from handler.policy.model import Gateway, Principal
 from handler.services.access import Caller, Pins, count
 from handler.services.container import Services
 from handler.services.execution import Execution
+from handler.services.select import UsablePage
 
 log = logging.getLogger(__name__)
 AUTO_THRESHOLD = 25  # a static list is cheaper than a lookup below roughly 25 tools (PRODUCT.md §3)
@@ -87,18 +88,24 @@ class GatewayHost:
         text = meta_tools.instructions(self.namespace)
         return f"{text} {meta_tools.PINNED_INSTRUCTION}" if self.pinned else text
 
-    async def list_tools(self) -> list[types.Tool]:
+    async def list_tools(self, offset: int = 0) -> tuple[list[types.Tool], int | None]:
+        """The listing from ``offset`` on, as much as one answer carries, and where the next page starts (None:
+        this is the last). With recommendation on it is the meta-tools and pins, one page."""
         if self.recommending:
+            if offset:
+                return [], None
             pinned = await anyio.to_thread.run_sync(self._usable_pins) if self.pinned else []
-            return [*meta_tools.meta_tools(self.namespace), *(listed_tool(t) for t in pinned)]
-        return [listed_tool(t) for t in await anyio.to_thread.run_sync(self._usable_tools)]
+            return [*meta_tools.meta_tools(self.namespace), *(listed_tool(t) for t in pinned)], None
+        page = await anyio.to_thread.run_sync(self._usable_tools, offset)
+        following = offset + len(page.tools)
+        return [listed_tool(t) for t in page.tools], (following if following < page.total else None)
 
-    def _usable_tools(self) -> list[Tool]:
+    def _usable_tools(self, offset: int) -> UsablePage:
         if self.index is None:
             message = "no tool index is loaded yet; retry shortly"
             raise ServiceUnavailableError(message, public=message)
-        mask = self.services.access.allowed_mask(self.index.table, self.caller.user_id, self.gateway)
-        return [self.index.table.tools[i] for i in np.flatnonzero(mask).tolist()]
+        # The finder's page: bounded in bytes (answer_budget.py), as the providers' tools pages are.
+        return self.services.finder.usable(self.caller, offset, len(self.index.table))
 
     def _usable_pins(self) -> list[Tool]:
         assert self.index is not None  # pins are resolved against a loaded build only

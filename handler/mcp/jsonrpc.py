@@ -35,7 +35,9 @@ class ToolHost(Protocol):
     @property
     def instructions(self) -> str | None: ...
 
-    async def list_tools(self) -> list[types.Tool]: ...
+    async def list_tools(self, offset: int) -> tuple[list[types.Tool], int | None]:
+        """The tools from ``offset`` on, as many as one answer carries, and the offset of the next page if any."""
+        ...
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult: ...
 
@@ -157,13 +159,25 @@ async def _ping(request: Any, version: str, host: ToolHost) -> dict[str, Any]:
 
 
 async def _list_tools(request: Any, version: str, host: ToolHost) -> dict[str, Any]:
+    params: types.PaginatedRequestParams | None = request.params
+    offset = _offset_of(params.cursor if params is not None else None)
     try:
-        tools = await host.list_tools()
+        tools, following = await host.list_tools(offset)
     except ToolrecError as exc:
         logger.warning("tools/list failed: %s", exc)
         raise _RpcError(types.INTERNAL_ERROR, exc.public) from exc
-    # No cursor: the list is either the three meta-tools or a gateway's own (small, by the `auto` rule) list.
-    return _dump(types.ListToolsResult(tools=tools))
+    # A gateway's own tools come a page at a time, each page bounded in bytes: MCP's pagination, nextCursor.
+    next_cursor = None if following is None else str(following)
+    return _dump(types.ListToolsResult(tools=tools, next_cursor=next_cursor))
+
+
+def _offset_of(cursor: str | None) -> int:
+    """A cursor toolrec gave is the listing's offset, in decimal digits; any other is invalid (MCP: -32602)."""
+    if cursor is None:
+        return 0
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 9):
+        raise _RpcError(types.INVALID_PARAMS, "Invalid params for tools/list: unknown cursor")
+    return int(cursor)
 
 
 async def _call_tool(request: Any, version: str, host: ToolHost) -> dict[str, Any]:

@@ -17,8 +17,9 @@ new version goes to a temporary file in the same directory, is fsynced and repla
 (which takes no lock) sees the old file or the new one, never half.
 The query log is appended to ``<policy>.queries.jsonl`` next to the policy file (one JSON object per line, a
 ``query`` per select and an ``execution`` per linked call), so a local server loses none; each line is one
-``write`` under a lock on the log, so several servers sharing the file never interleave lines. The most recent
-records are also kept in memory (bounded, expired ones dropped) for linking executions.
+``write`` under a lock on the log, so several servers sharing the file never interleave lines. Like the policy
+file it is owner-only (0600). The most recent records are also kept in memory (bounded, expired ones dropped)
+for linking executions.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -51,6 +53,8 @@ from handler.policy.model import (
 )
 
 MAX_LOGGED_QUERIES = 10_000
+# The policy file (mkstemp) and its lock are owner-only; the query log holds task texts and user ids, so it is too.
+PRIVATE_MODE = 0o600
 # A writer holds the lock for one read-modify-write (milliseconds); one stuck longer than this (stopped, hung
 # on a dead disk) fails the waiting command instead of hanging it.
 LOCK_TIMEOUT_S = 30.0
@@ -120,7 +124,7 @@ def writer_lock(policy_file: Path) -> Iterator[None]:
     """Serialise writers of one policy file across processes and threads (each open file is its own flock)."""
     policy_file.parent.mkdir(parents=True, exist_ok=True)
     path = lock_file(policy_file)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_MODE)
     try:
         _flock(fd, policy_file)
         yield
@@ -145,6 +149,13 @@ def write_if_absent(path: Path, document: PolicyDocument) -> bool:
             return False
         write_document(path, document)
         return True
+
+
+def _keep_private(fd: int) -> None:
+    """Narrow a log that others may read to PRIVATE_MODE (issue 22: older versions created it 0644), rather than
+    refuse it: the records are toolrec's own, and refusing would stop a local server over a file it wrote."""
+    if stat.S_IMODE(os.fstat(fd).st_mode) & ~PRIVATE_MODE:
+        os.fchmod(fd, PRIVATE_MODE)
 
 
 def query_log_file(policy_file: Path) -> Path:
@@ -222,8 +233,9 @@ class FilePolicyStore:
         data = memoryview((line + "\n").encode("utf-8"))
         try:
             # One O_APPEND write per line, under a lock on the log: servers sharing the file never interleave.
-            fd = os.open(self.query_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            fd = os.open(self.query_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_MODE)
             try:
+                _keep_private(fd)
                 _flock(fd, self.query_log_path)
                 while data:
                     data = data[os.write(fd, data) :]

@@ -1,7 +1,8 @@
 """/v1/providers/{anthropic,openai}: toolrec as the search behind each provider's own tool search (PRODUCT.md §7).
 
 ``GET .../tools`` is the request's ``tools``: the search, then every tool the user may use, deferred, a page at a
-time (a Lambda answer holds at most 6 MB; paged as /v1/apps is). ``POST .../search`` answers the model's search
+time (a Lambda answer holds at most 6 MB; paged as /v1/apps is, and a page ends early at the answer's byte budget,
+so the next one starts at ``offset + len(tools)``). ``POST .../search`` answers the model's search
 with select's answer for its one task, in the provider's shape: the same service, policy, no match and top_k as
 /v1/tools/select, and the same query log.
 """

@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 
 from handler import observability
+from handler.catalog.answer_budget import fitting, fitting_per_task
 from handler.catalog.tool import Tool
 from handler.errors import PolicyUnavailableError, ServiceUnavailableError
 from handler.index.holder import IndexHolder
@@ -26,7 +27,7 @@ from handler.policy.store import PolicyStore
 from handler.ranking.arrays import BoolArray
 from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend
-from handler.ranking.retriever import Method
+from handler.ranking.retriever import Hit, Method
 from handler.services.access import AccessPolicy, Caller
 
 log = logging.getLogger(__name__)
@@ -106,26 +107,23 @@ class ToolFinder:
         started = time.perf_counter()
         index, allowed = self._scope(caller)
         floor = min_score if min_score is not None else caller.gateway.min_score if caller.gateway else None
-        results = []
+        found: list[tuple[Hit, ...] | EmptyReason] = []  # each task's hits, best first, or why it has none
         for task in tasks:
             if not allowed.any():
-                results.append(TaskResult(task, (), "nothing_allowed"))
+                found.append("nothing_allowed")
                 continue
             try:
-                found = recommend(index.ranking, self.embedder, task, context, top_k, allowed)
+                hits = recommend(index.ranking, self.embedder, task, context, top_k, allowed).hits
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")
                 if isolate_failures:
-                    results.append(TaskResult(task, (), "unavailable"))
+                    found.append("unavailable")
                     continue
                 message = "the tool lookup failed; retry the request"
                 raise ServiceUnavailableError(message, public=message) from exc
-            kept = tuple(
-                Suggestion(index.tools[h.index], h.probability or 0.0)
-                for h in found.hits
-                if floor is None or (h.probability or 0.0) >= floor
-            )
-            results.append(TaskResult(task, kept, None if kept else "no_match"))  # none: the calibrated no match
+            kept = tuple(h for h in hits if floor is None or (h.probability or 0.0) >= floor)
+            found.append(kept or "no_match")  # none: the calibrated no match, or none at the floor
+        results = _within_budget(index, tasks, found)
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
         no_match = sum(1 for r in results if r.empty_reason == "no_match")
@@ -136,14 +134,16 @@ class ToolFinder:
     def search(self, caller: Caller, query: str, top_k: int) -> tuple[Tool, ...]:
         """Tools ranked by keyword match alone (BM25): only tools sharing a word with the query."""
         index, allowed = self._scope(caller)
-        hits = index.ranking.rank(query, None, top_k, allowed, Method.BM25)
-        return tuple(index.tools[h.index] for h in hits)
+        positions = [hit.index for hit in index.ranking.rank(query, None, top_k, allowed, Method.BM25)]
+        return tuple(index.tools[i] for i in positions[: fitting(index.tools.record_bytes(positions))])
 
     def usable(self, caller: Caller, offset: int, limit: int) -> UsablePage:
-        """A page of the tools the user may use under the gateway, in catalog order (what a provider defers)."""
+        """A page of the tools the user may use under the gateway, in catalog order (what a provider defers): up to
+        ``limit`` tools, and only as many as one answer carries; the next page starts after the last one."""
         index, allowed = self._scope(caller)
         positions = np.flatnonzero(allowed)
         page = positions[offset : offset + limit].tolist()  # only the page's records are read
+        page = page[: fitting(index.tools.record_bytes(page))]
         return UsablePage(tuple(index.tools[i] for i in page), int(positions.size))
 
     def _log_query(self, selection: Selection, caller: Caller) -> None:
@@ -163,3 +163,19 @@ class ToolFinder:
         except PolicyUnavailableError:
             # The recommendation itself succeeded; losing its log entry only unlinks later executions.
             log.warning("query log write failed", exc_info=True)
+
+
+def _within_budget(
+    index: Index, tasks: Sequence[str], found: Sequence[tuple[Hit, ...] | EmptyReason]
+) -> list[TaskResult]:
+    """Each task's suggestions, as many as one answer carries (answer_budget.py: each task keeps its best)."""
+    positions = [[hit.index for hit in hits] if isinstance(hits, tuple) else [] for hits in found]
+    kept = fitting_per_task([index.tools.record_bytes(p) for p in positions])
+    results = []
+    for task, hits, count in zip(tasks, found, kept, strict=True):
+        if isinstance(hits, str):
+            results.append(TaskResult(task, (), hits))
+        else:
+            suggestions = tuple(Suggestion(index.tools[h.index], h.probability or 0.0) for h in hits[:count])
+            results.append(TaskResult(task, suggestions))
+    return results

@@ -16,14 +16,21 @@ from botocore.stub import Stubber
 
 from handler.aws import CLIENT_OPTIONS
 from handler.catalog.tool import Executor, Tool
-from handler.errors import ExecutionError, ExecutorTimeoutError, ExecutorUnavailableError, ToolFailedError
+from handler.errors import (
+    ExecutionError,
+    ExecutorTimeoutError,
+    ExecutorUnavailableError,
+    OutputUnreturnableError,
+    ToolFailedError,
+)
 from handler.execute.base import Dispatcher, ToolCall
-from handler.execute.http_executor import MAX_OUTPUT_BYTES, HttpExecutor
+from handler.execute.bounded_output import MAX_OUTPUT_BYTES
+from handler.execute.http_executor import HttpExecutor
 from handler.execute.lambda_executor import LambdaExecutor
 from handler.execute.mcp_executor import McpExecutor
 from tests.support.aio import run_async
 from tests.support.servers import free_port, serve
-from tests.support.workers import http_worker_app, upstream_mcp_app
+from tests.support.workers import MEBIBYTE, http_worker_app, large_text_mcp_app, upstream_mcp_app
 
 NO_RETRY_CONFIG = Config(**CLIENT_OPTIONS["lambda", "serve"])  # what lambda_client gives the executor
 
@@ -103,6 +110,15 @@ def test_oversized_output_is_refused(worker: tuple[str, list[dict[str, Any]]], d
         run(dispatcher, make_tool("Big.Dump", "http", url + "/huge"), {"size": MAX_OUTPUT_BYTES})
 
 
+def test_a_compressed_answer_is_refused_though_the_tool_ran(
+    worker: tuple[str, list[dict[str, Any]]], dispatcher: Dispatcher
+) -> None:
+    url, calls = worker
+    with pytest.raises(OutputUnreturnableError, match=r"Zip\.Dump ran.*compressed"):
+        run(dispatcher, make_tool("Zip.Dump", "http", url + "/gzipped"), {"a": 1})
+    assert calls[-1]["path"] == "/gzipped"
+
+
 def test_unreachable_worker_is_unavailable(dispatcher: Dispatcher) -> None:
     tool = make_tool("Down.Job", "http", f"http://127.0.0.1:{free_port()}/x")
     with pytest.raises(ExecutorUnavailableError) as caught:
@@ -126,6 +142,23 @@ def test_mcp_upstream_tool_error(upstream: str, dispatcher: Dispatcher) -> None:
 def test_mcp_upstream_timeout(upstream: str, dispatcher: Dispatcher) -> None:
     with pytest.raises(ExecutorTimeoutError):
         run(dispatcher, make_tool("Boom.Dawdle", "mcp", upstream, "dawdle", timeout_s=0.3), {"seconds": 3})
+
+
+@pytest.fixture(scope="module", params=["json", "sse"])
+def large_upstream(request: pytest.FixtureRequest) -> Iterator[str]:
+    with serve(large_text_mcp_app(json_response=request.param == "json")) as url:
+        yield url + "/mcp"
+
+
+def test_mcp_upstream_output_within_the_limit_is_returned_whole(large_upstream: str, dispatcher: Dispatcher) -> None:
+    # 2 MiB: over SSE too, where the SDK's own event limit (1 MiB) would have refused it.
+    size = 2 * MEBIBYTE
+    assert run(dispatcher, make_tool("Big.Text", "mcp", large_upstream, "text"), {"size": size}) == "x" * size
+
+
+def test_mcp_upstream_output_past_the_limit_says_the_tool_ran(large_upstream: str, dispatcher: Dispatcher) -> None:
+    with pytest.raises(OutputUnreturnableError, match=rf"Big\.Text ran.*more than {MAX_OUTPUT_BYTES:,} bytes"):
+        run(dispatcher, make_tool("Big.Text", "mcp", large_upstream, "text"), {"size": MAX_OUTPUT_BYTES + 1})
 
 
 def test_mcp_upstream_down(dispatcher: Dispatcher) -> None:

@@ -7,13 +7,15 @@ was computed by the worker from the arguments it sent, not echoed by toolrec.
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.types import Image
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 SLOW_SECONDS = 3.0
@@ -62,6 +64,28 @@ async def _echo(arguments: dict[str, Any]) -> JSONResponse:
     return JSONResponse({"received": arguments})
 
 
+MEBIBYTE = 1024 * 1024
+_MEBIBYTE_OF_X = b"x" * MEBIBYTE  # one buffer sent again and again: the worker itself stays small
+
+
+async def _stream(arguments: dict[str, Any]) -> StreamingResponse:
+    """``{"blob": "xx..."}`` of ``mebibytes`` MiB, streamed as fast as the reader takes it, with ``status``."""
+
+    async def body() -> Any:
+        yield b'{"blob": "'
+        for _ in range(int(arguments["mebibytes"])):
+            yield _MEBIBYTE_OF_X
+        yield b'"}'
+
+    return StreamingResponse(body(), status_code=int(arguments.get("status", 200)), media_type="application/json")
+
+
+async def _gzipped(arguments: dict[str, Any]) -> Response:
+    # Compressed whatever the request's Accept-Encoding says: a body that inflates as it is read.
+    body = gzip.compress(json.dumps({"received": arguments}).encode())
+    return Response(body, media_type="application/json", headers={"Content-Encoding": "gzip"})
+
+
 _HANDLERS = {
     "huge": _huge,
     "forecast": _forecast,
@@ -71,12 +95,15 @@ _HANDLERS = {
     "nested": _nested,
     "odd": _odd,
     "echo": _echo,
+    "stream": _stream,
+    "gzipped": _gzipped,
 }
 
 
 def http_worker_app(calls: list[dict[str, Any]] | None = None) -> Starlette:
     """A worker whose endpoints ``/forecast`` and ``/post`` compute, ``/fail`` errors, ``/slow`` outlasts a timeout;
-    ``/nested``, ``/odd`` answer JSON nested ``depth`` levels deep or with NaN / a lone surrogate, ``/echo`` echoes.
+    ``/nested``, ``/odd`` answer JSON nested ``depth`` levels deep or with NaN / a lone surrogate, ``/echo`` echoes,
+    ``/stream`` streams a body of any size, ``/gzipped`` answers compressed though asked not to.
 
     Every request body is appended to ``calls`` so tests can check what reached the worker (and how often).
     """
@@ -113,6 +140,18 @@ def upstream_mcp_server() -> MCPServer:
         return "awake"
 
     return server
+
+
+def large_text_mcp_app(*, json_response: bool = True) -> Any:
+    """An upstream whose ``text`` tool answers with ``size`` characters of text, whatever the size (as one JSON
+    body, or as a server-sent event)."""
+    server: MCPServer = MCPServer(name="upstream-large", log_level="WARNING")
+
+    @server.tool(description="Answer with a text of the given size.", structured_output=False)
+    def text(size: int) -> str:
+        return "x" * size
+
+    return server.streamable_http_app(json_response=json_response, stateless_http=True)
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -19,8 +19,8 @@ class Host:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def list_tools(self) -> list[types.Tool]:
-        return [types.Tool(name="Echo", description="Echo a text.", input_schema={"type": "object"})]
+    async def list_tools(self, offset: int) -> tuple[list[types.Tool], int | None]:
+        return [types.Tool(name="Echo", description="Echo a text.", input_schema={"type": "object"})][offset:], None
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         self.calls.append((name, arguments))
