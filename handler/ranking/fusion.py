@@ -17,6 +17,8 @@ from handler.ranking.arrays import BoolArray, FloatArray
 RANK_CONSTANT = 5
 STANDOUT_WEIGHT = 0.01  # one standard deviation is worth about a quarter of the gap between ranks 1 and 2
 DEPTH = 100  # each signal votes with its best 100, as RRF fuses top-N lists: deeper than any top_k (20)
+EVIDENCE_SHARE = 0.0  # chosen leave-one-set-out (README "Quality"); 0: the lexical vote always counts fully
+MIN_LEXICAL_WEIGHT = 0.25
 
 
 def rank_votes(scores: FloatArray, eligible: BoolArray, depth: int = DEPTH) -> FloatArray:
@@ -54,9 +56,24 @@ def z_score(scores: FloatArray, allowed: BoolArray) -> FloatArray:
     return ((scores - float(kept.mean())) / spread).astype(np.float32)
 
 
-def reciprocal_rank_fusion(lexical: FloatArray, semantic: FloatArray, allowed: BoolArray) -> FloatArray:
-    """The hybrid score of every tool: its lexical and semantic rank votes among the allowed tools, plus a little
-    for how far it stands out in each."""
-    votes = rank_votes(lexical, allowed & (lexical > 0)) + rank_votes(semantic, allowed)
+def evidence_weight(lexical: FloatArray, share: FloatArray, allowed: BoolArray) -> float:
+    """How much the lexical vote counts for this task: fully where the best lexical match holds at least
+    ``EVIDENCE_SHARE`` of the task's own words, less where it rests on one side word ("next" in "next Tuesday"),
+    down to ``MIN_LEXICAL_WEIGHT``; then the dense signal decides."""
+    if EVIDENCE_SHARE <= 0:
+        return 1.0
+    eligible = allowed & (lexical > 0)
+    if not eligible.any():
+        return 1.0
+    best = int(np.argmax(np.where(eligible, lexical, -np.inf)))
+    return float(np.clip(share[best] / EVIDENCE_SHARE, MIN_LEXICAL_WEIGHT, 1.0))
+
+
+def reciprocal_rank_fusion(
+    lexical: FloatArray, semantic: FloatArray, allowed: BoolArray, lexical_weight: float = 1.0
+) -> FloatArray:
+    """The hybrid score of every tool: its lexical (times ``lexical_weight``) and semantic rank votes among the
+    allowed tools, plus a little for how far it stands out in each."""
+    votes = lexical_weight * rank_votes(lexical, allowed & (lexical > 0)) + rank_votes(semantic, allowed)
     standout = 0.5 * (z_score(lexical, allowed) + z_score(semantic, allowed))
     return (votes + STANDOUT_WEIGHT * np.where(allowed, standout, 0.0)).astype(np.float32)

@@ -10,11 +10,12 @@ import numpy as np
 import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
+from handler.ranking.actions import ACTION_WEIGHT, CONTENDERS, ActionModel, tool_verb
 from handler.ranking.arrays import BoolArray, FloatArray
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.confidence import SHIPPED, Calibration, Signals, features
 from handler.ranking.dense import DenseScorer
-from handler.ranking.fusion import reciprocal_rank_fusion
+from handler.ranking.fusion import evidence_weight, reciprocal_rank_fusion
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
 from handler.ranking.topk import top_k
 from handler.ranking.usage import UsageEvidence, companion_votes, with_past_tasks
@@ -62,6 +63,7 @@ class RankingIndex:
     analyzer: Callable[[str], list[str]]
     usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
+    actions: ActionModel | None = None  # how users say each action (ranking/actions.py); None: no action vote
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
     _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
@@ -130,7 +132,9 @@ class RankingIndex:
             allowed = np.ones(len(self), dtype=bool)
         lexical = self.lexical_query(query)  # analyzed once, read twice
         words = self.bm25.score_weighted(lexical.weights)
-        scores, cosines = self._scores(words, query_vector, allowed, method)
+        held = self.bm25.terms_held(lexical.terms)
+        share = (held / max(len(lexical.terms), 1)).astype(np.float32)
+        scores, cosines = self._scores(query, words, share, query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
@@ -142,11 +146,9 @@ class RankingIndex:
         if cosines is None or not chosen:
             best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
             return Ranked(chosen, scores, cosines, best, exact is not None, None)
-        held = self.bm25.terms_held(lexical.terms)
         # A task half of whose words one allowed tool holds is in the catalog's own words ("find the open PRs
         # assigned to me"): a match even where the model's cosine is low for it. One shared word is not.
         named = exact is not None or (bool(lexical.terms) and int(held[allowed].max()) * 2 >= len(lexical.terms))
-        share = (held / max(len(lexical.terms), 1)).astype(np.float32)
         parts = 0 if query_vector is None or query_vector.ndim == 1 else len(query_vector) - 1
         signals = Signals(words, cosines, scores, share, len(lexical.terms), parts, allowed)
         return Ranked(chosen, scores, cosines, float(cosines[allowed].max()), named, features(signals, chosen))
@@ -155,9 +157,16 @@ class RankingIndex:
         return self._lexical.query(query)
 
     def _scores(
-        self, words: FloatArray, query_vector: FloatArray | None, allowed: BoolArray, method: Method
+        self,
+        query: str,
+        words: FloatArray,
+        share: FloatArray,
+        query_vector: FloatArray | None,
+        allowed: BoolArray,
+        method: Method,
     ) -> tuple[FloatArray, FloatArray | None]:
-        """The ranking scores from the lexical ones, and the cosines they came from (None for BM25 alone)."""
+        """The ranking scores from the lexical ones (and the share of the task's words each tool holds), and the
+        cosines they came from (None for BM25 alone)."""
         if method is Method.BM25:
             return words, None
         if query_vector is None:
@@ -165,14 +174,26 @@ class RankingIndex:
         semantic = self._semantic(query_vector)
         if method is Method.DENSE:
             return semantic, semantic
+        lexical_weight = evidence_weight(words, share, allowed)
         if self.usage is None:
-            return reciprocal_rank_fusion(words, semantic, allowed), semantic
-        task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
-        lifted = with_past_tasks(semantic, self.usage, task_vector)
-        fused = reciprocal_rank_fusion(words, lifted, allowed)
-        fused = fused + companion_votes(self.usage, fused, allowed)
+            fused = reciprocal_rank_fusion(words, semantic, allowed, lexical_weight)
+        else:
+            task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
+            lifted = with_past_tasks(semantic, self.usage, task_vector)
+            fused = reciprocal_rank_fusion(words, lifted, allowed, lexical_weight)
+            fused = fused + companion_votes(self.usage, fused, allowed)
         # The no match and each hit's cosine stay the text's: usage reorders what the text finds, never more.
-        return fused, semantic
+        return self._with_actions(query, fused, allowed), semantic
+
+    def _with_actions(self, query: str, fused: FloatArray, allowed: BoolArray) -> FloatArray:
+        """The fused scores, the leading tools' raised by how well their action fits the task (actions.py)."""
+        if self.actions is None or ACTION_WEIGHT <= 0:
+            return fused
+        leading = top_k(np.where(allowed, fused, -np.inf), CONTENDERS)
+        verbs = [tool_verb(self.names[i], self.actions.verbs) for i in leading.tolist()]
+        lifted = fused.copy()
+        lifted[leading] += np.float32(ACTION_WEIGHT) * self.actions.choice(query, verbs)
+        return lifted
 
     def _semantic(self, query_vector: FloatArray) -> FloatArray:
         """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best."""
