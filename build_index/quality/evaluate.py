@@ -53,6 +53,7 @@ class Scores:
 
     def add(self, ranked: Sequence[str], groups: Sequence[Sequence[str]]) -> None:
         self.queries += 1
+        self.sums["c@1"] += completeness(ranked, groups, 1)  # the first tool: what agents and `auto` mostly take
         self.sums["c@5"] += completeness(ranked, groups, 5)
         self.sums["c@10"] += completeness(ranked, groups, 10)
         self.sums["recall@10"] += recall(ranked, groups, 10)
@@ -193,14 +194,24 @@ def evaluate(
     queries = [q for q in queries if unseen_by_model(bench_dir.name, q.groups)]
     overall, own_bm25, baseline = Scores(), Scores(), Scores()
     per_subset: dict[str, Scores] = defaultdict(Scores)
+    app_of = {tool_id: tool.app for tool_id, tool in zip(ids, tools, strict=True)}
     latencies = []
-    refused = 0
+    refused = wrong_action = impossible = impossible_refused = 0
     for query in queries:
         started = time.perf_counter()
         found = answer(index, embedder, query.text, method, calibration)
         latencies.append(time.perf_counter() - started)
+        if not query.groups:  # a request no tool of the catalog serves: right when refused
+            impossible += 1
+            impossible_refused += found.no_match
+            continue
         refused += found.no_match
         ranked = [ids[h.index] for h in found.hits]
+        wrong_action += (
+            bool(ranked)
+            and not completeness(ranked, query.groups, 1)
+            and app_of[ranked[0]] in {app_of[tool] for group in query.groups for tool in group}
+        )
         overall.add(ranked, query.groups)
         own_bm25.add([ids[h.index] for h in answer(index, embedder, query.text, Method.BM25).hits], query.groups)
         baseline.add([ids[i] for i in reference.rank(query.text, K)], query.groups)
@@ -221,7 +232,11 @@ def evaluate(
         "own_bm25": own_bm25.as_percentages(),
         "median_latency_ms": round(1000 * statistics.median(latencies), 3) if latencies else None,
         "no_match_probability": None if calibration is None else calibration.no_match,
-        "no_match_false_rate": round(100.0 * refused / len(queries), 2) if queries else None,
+        "no_match_false_rate": round(100.0 * refused / overall.queries, 2) if overall.queries else None,
+        # The first tool is of an app the query needs, but not a tool it needs: the right app, the wrong action.
+        "right_app_wrong_tool_first": round(100.0 * wrong_action / overall.queries, 2) if overall.queries else None,
+        "impossible": impossible,
+        "impossible_refused": round(100.0 * impossible_refused / impossible, 2) if impossible else None,
         "usage": None if index.manifest.usage is None else index.manifest.usage.model_dump(),
     }
     if no_match_against:
@@ -275,7 +290,12 @@ def off_catalog_refusals(
 
 
 def format_report(result: dict[str, Any]) -> str:
-    columns = ("c@5", "c@10", "recall@10", "ndcg@10")
+    columns = ("c@1", "c@5", "c@10", "recall@10", "ndcg@10")
+    impossible = (
+        f"; {result['impossible_refused']}% of its {result['impossible']} impossible requests refused"
+        if result["impossible"]
+        else ""
+    )
     lines = [
         f"{result['set']}: {result['tools']} tools, {result['queries']} queries"
         f"{' (about held-out tools only: the model trained on this set)' if result['held_out_only'] else ''}, "
@@ -283,7 +303,9 @@ def format_report(result: dict[str, Any]) -> str:
         f"{' (with instruction)' if result['with_instruction'] else ''}, "
         f"median {result['median_latency_ms']} ms/query; C@5 at top_k 5, the rest at top_k 10, no match applied; "
         f"no match on {result['no_match_false_rate']}% of its queries"
-        + (f", on {result['no_match_true_rate']}% of off-catalog queries" if "no_match_true_rate" in result else ""),
+        + (f", on {result['no_match_true_rate']}% of off-catalog queries" if "no_match_true_rate" in result else "")
+        + impossible
+        + f"; first tool of a needed app but not needed: {result['right_app_wrong_tool_first']}%",
         f"{'subset':<34}{'queries':>8}" + "".join(f"{c:>11}" for c in columns),
         f"{'all':<34}{result['queries']:>8}" + "".join(f"{result[c]:>11.2f}" for c in columns),
         f"{'reference bm25 (bm25s, ToolRet)':<34}{result['queries']:>8}"

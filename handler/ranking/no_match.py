@@ -1,12 +1,11 @@
 """The calibrated "no match": when no tool the user may use fits a task, select answers with nothing.
 
-It reads the best cosine between the task and every tool the user may use, not only those shown, so it never
-depends on ``top_k`` (PRODUCT.md §2); a cosine of unit vectors means the same in every catalog, while a BM25 score
-grows with the query's length and rare words. A task half of whose words one allowed tool holds is in the catalog's
-own words and never refused (``RankingIndex._words_name_a_tool``). The threshold is the highest at which every set
-of queries the model never trained on is 95 % sure to refuse at most ``TARGET_FALSE_RATE`` of its real requests:
-a refusal costs the agent its tool, a weak suggestion one look. Reproduce: ``toolrec calibrate-no-match``;
-measured: README "Quality".
+It reads the first suggestion's calibrated probability (confidence.py), over every tool the user may use, so it
+never depends on ``top_k`` (PRODUCT.md §2). A task half of whose words one allowed tool holds is in the catalog's
+own words and never refused (retriever.RankingIndex.ranked). The threshold (``confidence.NO_MATCH_PROBABILITY``) is
+the highest at which every set of queries the model never trained on is 95 % sure to refuse at most
+``TARGET_FALSE_RATE`` of its real requests: a refusal costs the agent its tool, a weak suggestion one look.
+Reproduce: ``toolrec calibrate-score``; measured: docs/quality.md.
 """
 
 from __future__ import annotations
@@ -18,9 +17,6 @@ import numpy.typing as npt
 
 TARGET_FALSE_RATE = 0.01
 CONFIDENCE_Z = 1.6449  # one-sided 95 %
-NO_MATCH_COSINE = 0.2401
-"""``toolrec calibrate-no-match --max-queries 2000`` over the ten visible sets with the shipped model and query
-formation (query.embed_query): a new model or a change in query formation needs a new value (README "Quality")."""
 
 
 def refusal_upper_bound(refused: npt.NDArray[np.int64] | int, queries: int) -> npt.NDArray[np.float64]:
@@ -32,21 +28,21 @@ def refusal_upper_bound(refused: npt.NDArray[np.int64] | int, queries: int) -> n
     return np.asarray((share + z2 / (2 * queries) + spread) / (1 + z2 / queries))
 
 
-def calibrate(best_cosines: Mapping[str, Iterable[float]], target_false_rate: float = TARGET_FALSE_RATE) -> float:
+def calibrate(firsts: Mapping[str, Iterable[float]], target_false_rate: float = TARGET_FALSE_RATE) -> float:
     """The highest threshold at which every calibration set is 95 % sure to refuse at most the target share.
 
-    ``best_cosines`` maps each calibration set to the best cosine of each of its queries against its own
-    catalog. Each set is held to the target on its own, so a large set cannot hide a small one's refusals;
+    ``firsts`` maps each calibration set to the first suggestion's probability of each of its queries against its
+    own catalog. Each set is held to the target on its own, so a large set cannot hide a small one's refusals;
     a set too small to show the target even with no refusal (fewer than 268 queries at 1 %) cannot vote.
     """
     thresholds = []
-    for values in best_cosines.values():
-        cosines = np.sort(np.fromiter(values, dtype=np.float64))
-        if not len(cosines):
+    for values in firsts.values():
+        ordered = np.sort(np.fromiter(values, dtype=np.float64))
+        if not len(ordered):
             continue
-        within = refusal_upper_bound(np.arange(len(cosines)), len(cosines)) <= target_false_rate
-        if within[0]:  # refusing the k lowest (those below cosines[k]) stays within for k up to the last True
-            thresholds.append(float(cosines[np.flatnonzero(within)[-1]]))
+        within = refusal_upper_bound(np.arange(len(ordered)), len(ordered)) <= target_false_rate
+        if within[0]:  # refusing the k lowest (those below ordered[k]) stays within for k up to the last True
+            thresholds.append(float(ordered[np.flatnonzero(within)[-1]]))
     if not thresholds:
         raise ValueError(f"calibration needs a set large enough to show a {target_false_rate:.1%} refusal rate")
     return min(thresholds)
