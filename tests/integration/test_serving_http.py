@@ -5,6 +5,7 @@ answered over real HTTP — including README's curl example and every `python` b
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -53,25 +55,41 @@ def toolrec_serve(root: Path, env: dict[str, str], *args: str) -> Iterator[tuple
         yield url, Server(process, log_path)
 
 
-def readme_curl() -> str:
-    block = re.search(
-        r"^    (curl -s http://127\.0\.0\.1:8000/v1/tools/select.*?)\n\n",
-        (REPO_ROOT / "README.md").read_text(),
-        re.M | re.S,
-    )
-    assert block, "README.md lost its curl example"
+KEY_PLACEHOLDER = "<the key make serve printed>"
+
+
+def readme_first_request() -> str:
+    """README's first request: export the key `make serve` printed, then one curl."""
+    block = re.search(r"^    (export TOOLREC_API_KEY=.*?)\n\n", README, re.M | re.S)
+    assert block, "README.md lost its first request"
     return "\n".join(line.removeprefix("    ") for line in block.group(1).splitlines())
 
 
+def printed_first_request(output: str) -> str:
+    """The request `toolrec serve` printed on the run that generated its key, as README shows it."""
+    block = re.search(r"^Try it from another terminal:\n((?:  .*\n)+)", output, re.M)
+    assert block, output
+    return "\n".join(line.removeprefix("  ") for line in block.group(1).splitlines())
+
+
+def run_first_request(command: str) -> dict[str, Any]:
+    assert shutil.which("curl"), "the README example needs curl"
+    completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
+    body: dict[str, Any] = json.loads(completed.stdout)
+    return body
+
+
 @pytest.mark.slow
-def test_readme_example_against_toolrec_serve(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": "dev-key", "TOOLREC_POLICY_CACHE_SECONDS": "0"}
-    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
-        command = readme_curl().replace("http://127.0.0.1:8000", url)
-        assert shutil.which("curl"), "the README example needs curl"
-        completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
-        body = json.loads(completed.stdout)
-        first, second = body["results"]
+def test_readmes_first_curl_works_with_what_make_serve_printed(tmp_path: Path) -> None:
+    env = {"TOOLREC_API_KEY": "", "TOOLREC_POLICY_CACHE_SECONDS": "0"}
+    with toolrec_serve(tmp_path / ".toolrec", env) as (url, server):
+        printed = printed_first_request(server.log_path.read_text(encoding="utf-8"))
+        key = re.match(r"export TOOLREC_API_KEY=(\S+)\n", printed)
+        assert key, printed
+        readme = readme_first_request().replace("http://127.0.0.1:8000", url)
+        assert printed == readme.replace(KEY_PLACEHOLDER, key.group(1))  # serve prints README's request, ready
+        command = readme.replace(KEY_PLACEHOLDER, key.group(1))
+        first, second = run_first_request(command)["results"]
         assert first["suggestions"][0]["tool_name"] == "Slack.SendMessage"
         assert "GitHub.CreateIssue" in [s["tool_name"] for s in second["suggestions"]]
 
@@ -82,8 +100,7 @@ def test_readme_example_against_toolrec_serve(tmp_path: Path) -> None:
              "--effect", "deny", "--tools", "Slack.*"],
             check=True, capture_output=True,
         )  # fmt: skip
-        completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
-        found = [s["tool_name"] for s in json.loads(completed.stdout)["results"][0]["suggestions"]]
+        found = [s["tool_name"] for s in run_first_request(command)["results"][0]["suggestions"]]
         assert found and not any(name.startswith("Slack.") for name in found)
 
 
@@ -135,28 +152,40 @@ def test_readme_python_blocks_run_against_toolrec_serve(tmp_path: Path) -> None:
             script = tmp_path / f"readme_{number}.py"
             script.write_text(block.replace("http://127.0.0.1:8000", url), encoding="utf-8")
             completed = subprocess.run(
-                [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
-            )
+                [sys.executable, str(script)], env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
+                check=False,
+            )  # fmt: skip
             assert completed.returncode == 0, completed.stderr
             if "/mcp/default" in block:
                 assert "send a Slack message to #ops -> ['Slack.SendMessage'" in completed.stdout, completed.stdout
 
 
 @pytest.mark.slow
-def test_a_generated_key_is_printed_once(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": ""}
-    with toolrec_serve(tmp_path / "root", env) as (url, server):
+def test_serve_says_which_key_to_use_and_keeps_one_bootstrap_key(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with toolrec_serve(root, {"TOOLREC_API_KEY": ""}) as (url, server):
         output = server.stop()
-    key = re.search(r"API key \(shown once.*?\): (\S+)", output)
-    assert key, output
+    generated = re.search(r"API key \(shown once; only its sha256 is kept in \S+\): (\S+)", output)
+    assert generated, output
     assert re.search(r"building the demo index \(96 tools\) in \S+ \(first run, a few seconds\)", output), output
-    with toolrec_serve(tmp_path / "root", env) as (url, server):
-        headers = {"Authorization": f"Bearer {key.group(1)}"}
-        apps = httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}, headers=headers)
-        assert apps.status_code == 200 and apps.json()["total"] == 13
+
+    def apps_status(key: str) -> int:
+        headers = {"Authorization": f"Bearer {key}"}
+        return httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}, headers=headers).status_code
+
+    with toolrec_serve(root, {"TOOLREC_API_KEY": ""}) as (url, server):  # a restart says which key, not the key
+        assert apps_status(generated.group(1)) == 200
         assert httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}).status_code == 401
         output = server.stop()
-        assert "API key" not in output and "building" not in output  # built once
+    assert "API key: the one printed when it was generated, on the first run" in output, output
+    assert generated.group(1) not in output and "building" not in output  # built once
+
+    with toolrec_serve(root, {"TOOLREC_API_KEY": "trk_chosen-later"}) as (url, server):
+        assert (apps_status("trk_chosen-later"), apps_status(generated.group(1))) == (200, 401)
+        output = server.stop()
+    assert "API key: the value of TOOLREC_API_KEY (it replaces bootstrap, which no longer works)" in output, output
+    stored = json.loads((root / "policy.json").read_text())["api_keys"]
+    assert [key["key_id"] for key in stored] == ["bootstrap"]  # one bootstrap key, not one per value ever used
 
 
 def test_make_serve_takes_port_and_host() -> None:
