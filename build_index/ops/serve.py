@@ -5,11 +5,14 @@ writes a default policy: gateway ``default`` allowing every tool, a rule letting
 demo apps and a demo user's connections, and the bootstrap API key (bootstrap_key.py). With ``--index`` (one's own
 catalog) a new policy file holds the bootstrap key only: the demo's gateway, rules, apps and connections describe
 the demo's tools, not someone else's. The app is wired by handler/composition.py, exactly as the Lambda function is.
+The port is taken before anything is built or announced, so a busy one is the first and only thing said.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -156,11 +159,43 @@ def embedded_app(
     return build_app(settings, embedder=embedder), default
 
 
+class PortTakenError(ToolrecError):
+    """The address ``toolrec serve`` was asked to listen on is in use."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, or PortTakenError saying how to pick another."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a restart need not wait out TIME_WAIT
+    try:
+        listener.bind((host, port))
+        listener.listen()
+    except OSError as exc:
+        listener.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise ToolrecError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+        other = _free_port_after(host, port)
+        raise PortTakenError(
+            f"{host}:{port} is already in use (another toolrec serve?): pick another port,"
+            f" e.g. `make serve PORT={other}` or `toolrec serve --port {other}`"
+        ) from exc
+    return listener
+
+
+def _free_port_after(host: str, port: int) -> int:
+    for candidate in range(port + 1, min(port + 100, 65535)):
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+            if probe.connect_ex((host, candidate)) != 0:
+                return candidate
+    return port + 1
+
+
 def serve(host: str, port: int, root: Path, index: str | None, policy: Path | None) -> None:
     import uvicorn
 
     from build_index.ops.serve_http import ErrorBodyH11Protocol
 
+    listener = listen(host, port)
     app, default = embedded_app(root, None, index, policy, announce=lambda line: print(line, flush=True))
     # Where a client on this machine reaches it: a server on every interface answers on loopback too.
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104 (compared, not bound)
@@ -170,11 +205,10 @@ def serve(host: str, port: int, root: Path, index: str | None, policy: Path | No
     # uvicorn closes an idle connection after 5 s, exactly when httpx (and others) stop reusing one: a request sent
     # in that window is reset (1 in 3,000 at 32 concurrent, `toolrec loadtest`). Outlast clients and proxies
     # (an AWS ALB keeps idle connections 60 s).
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         log_level="warning",
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         http=ErrorBodyH11Protocol,  # a request uvicorn cannot parse still gets the one error body
     )
+    uvicorn.Server(config).run(sockets=[listener])

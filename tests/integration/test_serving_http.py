@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -186,6 +187,22 @@ def test_serve_says_which_key_to_use_and_keeps_one_bootstrap_key(tmp_path: Path)
     assert "API key: the value of TOOLREC_API_KEY (it replaces bootstrap, which no longer works)" in output, output
     stored = json.loads((root / "policy.json").read_text())["api_keys"]
     assert [key["key_id"] for key in stored] == ["bootstrap"]  # one bootstrap key, not one per value ever used
+
+
+def test_a_taken_port_is_said_first_with_how_to_pick_another(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = subprocess.run(
+            [TOOLREC, "serve", "--port", str(port), "--root", str(tmp_path / ".toolrec")],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2, said
+    assert f"127.0.0.1:{port} is already in use" in said and "make serve PORT=" in said, said
+    assert "toolrec on" not in said and "Traceback" not in said and "Errno" not in said, said
+    assert not (tmp_path / ".toolrec").exists()  # nothing built or written before it was said
 
 
 def test_make_serve_takes_port_and_host() -> None:
