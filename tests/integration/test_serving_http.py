@@ -213,3 +213,16 @@ def test_make_serve_takes_port_and_host() -> None:
     assert "toolrec serve --host 0.0.0.0 --port 8123" in result.stdout
     default = subprocess.run(["make", "-n", "serve"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert "toolrec serve --host 127.0.0.1 --port 8000" in default.stdout
+
+
+def test_the_first_install_says_how_long_it_takes_and_shows_pips_progress(tmp_path: Path) -> None:
+    fresh = [f"VENV={tmp_path / '.venv'}", f"SAM_VENV={tmp_path / '.venv-sam'}"]  # as on a fresh clone
+    for target, what in (("serve", "toolrec and its dependencies"), ("test", "the SAM CLI")):
+        planned = subprocess.run(
+            ["make", "-n", target, *fresh], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True
+        ).stdout.splitlines()
+        said = next((line for line in planned if line.startswith(f'echo "make: installing {what}')), None)
+        assert said is not None and "the first time" in said, planned
+        after = planned[planned.index(said) :]
+        install = next(line for line in after if " install " in line and "--upgrade pip" not in line)
+        assert "--quiet" not in install, install  # pip's own lines show it moving
