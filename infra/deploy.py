@@ -150,8 +150,14 @@ def execute(tenant: Tenant, steps: Sequence[Step]) -> None:
         run_tool(ready.argv, f"{ready.name} failed: {ready.fix}", cwd=REPO_ROOT, env=_environment(tenant))
 
 
+DESCRIPTION = (
+    "Deploy one tenant's stack (infra/tenants/<tenant>.toml): package the function, build the index, deploy the"
+    " stack, publish the index and smoke-test it."
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROGRAM, description=DESCRIPTION)
     parser.add_argument("--tenant", required=True, choices=tenant_names())
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
