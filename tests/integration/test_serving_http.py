@@ -25,6 +25,8 @@ from handler.api.schemas import (
     MAX_CONTEXT_CHARS,
     MAX_TASK_CHARS,
     MAX_TASKS,
+    SEARCH_TOP_K_DEFAULT,
+    SEARCH_TOP_K_MAX,
     SELECT_TOP_K_DEFAULT,
     SELECT_TOP_K_MAX,
 )
@@ -135,8 +137,42 @@ def test_readme_serves_ones_own_catalog_as_written(tmp_path: Path) -> None:
 
 def test_readme_states_the_limits_the_api_enforces() -> None:
     assert f"**1 to {MAX_TASKS} `tasks`**" in README and f"at most {MAX_TASK_CHARS:,} characters" in README
-    assert f"`top_k` (default {SELECT_TOP_K_DEFAULT}, at most {SELECT_TOP_K_MAX})" in README
     assert f"(at most {MAX_CONTEXT_CHARS:,} characters" in README
+    # A top_k past the most is answered with the most, not refused (PRODUCT.md §2; README said a 400, issue 26).
+    select, search = (SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX), (SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX)
+    for default, most in (select, search):
+        assert f"`top_k` (default {default}; above {most} returns {most})" in README
+
+
+def readme_curls() -> list[str]:
+    """Every curl command of README, continuation lines joined."""
+    commands = re.findall(r"^    (curl (?:.*\\\n)*.*)$", README, re.M)
+    assert len(commands) >= 3, "README.md lost its curl examples"
+    return [command.replace("\\\n", "") for command in commands]
+
+
+@pytest.mark.slow
+def test_every_curl_of_readme_answers_with_the_fields_readme_names(tmp_path: Path) -> None:
+    env = {"TOOLREC_API_KEY": "dev-key"}
+    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
+        answers = {}
+        for command in readme_curls():
+            ran = subprocess.run(
+                ["bash", "-c", command.replace("http://127.0.0.1:8000", url)],
+                env={**os.environ, **env}, capture_output=True, text=True, timeout=30, check=True,
+            )  # fmt: skip
+            answer = json.loads(ran.stdout)
+            assert "name" not in answer, (command, answer)  # not the error body
+            route = re.search(r"/v1/[a-z/]+", command)
+            assert route, command
+            answers[route.group(0)] = answer
+        too_many = {"tasks": ["send a Slack message"], "user_id": "demo-user", "top_k": SELECT_TOP_K_MAX + 1}
+        clamped = httpx.post(f"{url}/v1/tools/select", json=too_many, headers={"Authorization": "Bearer dev-key"})
+    assert clamped.status_code == 200 and len(clamped.json()["results"][0]["suggestions"]) == SELECT_TOP_K_MAX
+    select, search = answers["/v1/tools/select"], answers["/v1/tools/search"]
+    named = [*select, *select["results"][0], *select["results"][0]["suggestions"][0], *search["results"][0]]
+    assert [field for field in named if f"`{field}`" not in README] == []  # README names every field answered
+    assert answers["/v1/apps"]["apps"] and "`connected`" in README
 
 
 def readme_python_blocks() -> list[str]:
