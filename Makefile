@@ -3,9 +3,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# `make serve PORT=8080 HOST=0.0.0.0`: where the local service listens (loopback unless you say otherwise).
+# `make serve PORT=8080 HOST=0.0.0.0`: where the local service listens (loopback unless you say otherwise);
+# `ROOT=DIR`: where its demo index, policy file and query log live.
 HOST ?= 127.0.0.1
 PORT ?= 8000
+ROOT ?= .toolrec
 
 .PHONY: install serve test lint sam-venv package
 
@@ -21,7 +23,7 @@ install: $(BIN)/toolrec
 	$(BIN)/toolrec model prepare
 
 serve: install
-	$(BIN)/toolrec serve --host $(HOST) --port $(PORT)
+	$(BIN)/toolrec serve --host $(HOST) --port $(PORT) --root $(ROOT)
 
 lint: install
 	$(BIN)/ruff check handler build_index infra tests

@@ -1,39 +1,25 @@
-"""`toolrec serve` as a user runs it: a subprocess on a free 127.0.0.1 port that builds the demo on first run,
-answered over real HTTP — including README's curl example and every `python` block of README, run as written
-(only the port differs)."""
+"""`toolrec serve` and `make serve` as a user runs them: a subprocess on a free 127.0.0.1 port that builds the demo
+on first run, says which key to use, and says first when its port is taken. README's own blocks run against it in
+test_readme_as_written.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from build_index.ops.loopback import serve_subprocess, stop
-from build_index.ops.serve import DEMO_DIR
-from handler.api.schemas import (
-    MAX_CONTEXT_CHARS,
-    MAX_TASK_CHARS,
-    MAX_TASKS,
-    SEARCH_TOP_K_DEFAULT,
-    SEARCH_TOP_K_MAX,
-    SELECT_TOP_K_DEFAULT,
-    SELECT_TOP_K_MAX,
-)
 from tests.conftest import REPO_ROOT
 
 TOOLREC = str(Path(sys.executable).parent / "toolrec")
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
 class Server:
@@ -56,145 +42,6 @@ def toolrec_serve(root: Path, env: dict[str, str], *args: str) -> Iterator[tuple
     with serve_subprocess(["--root", str(root), *args], env, startup_timeout_s=120, log_path=log_path) as running:
         url, process = running
         yield url, Server(process, log_path)
-
-
-KEY_PLACEHOLDER = "<the key make serve printed>"
-
-
-def readme_first_request() -> str:
-    """README's first request: export the key `make serve` printed, then one curl."""
-    block = re.search(r"^    (export TOOLREC_API_KEY=.*?)\n\n", README, re.M | re.S)
-    assert block, "README.md lost its first request"
-    return "\n".join(line.removeprefix("    ") for line in block.group(1).splitlines())
-
-
-def printed_first_request(output: str) -> str:
-    """The request `toolrec serve` printed on the run that generated its key, as README shows it."""
-    block = re.search(r"^Try it from another terminal:\n((?:  .*\n)+)", output, re.M)
-    assert block, output
-    return "\n".join(line.removeprefix("  ") for line in block.group(1).splitlines())
-
-
-def run_first_request(command: str) -> dict[str, Any]:
-    assert shutil.which("curl"), "the README example needs curl"
-    completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
-    body: dict[str, Any] = json.loads(completed.stdout)
-    return body
-
-
-@pytest.mark.slow
-def test_readmes_first_curl_works_with_what_make_serve_printed(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": "", "TOOLREC_POLICY_CACHE_SECONDS": "0"}
-    with toolrec_serve(tmp_path / ".toolrec", env) as (url, server):
-        printed = printed_first_request(server.log_path.read_text(encoding="utf-8"))
-        key = re.match(r"export TOOLREC_API_KEY=(\S+)\n", printed)
-        assert key, printed
-        readme = readme_first_request().replace("http://127.0.0.1:8000", url)
-        assert printed == readme.replace(KEY_PLACEHOLDER, key.group(1))  # serve prints README's request, ready
-        command = readme.replace(KEY_PLACEHOLDER, key.group(1))
-        first, second = run_first_request(command)["results"]
-        assert first["suggestions"][0]["tool_name"] == "Slack.SendMessage"
-        assert "GitHub.CreateIssue" in [s["tool_name"] for s in second["suggestions"]]
-
-        # `toolrec policy` edits the running server's policy file; the change applies on the next request.
-        policy = ["--file", str(tmp_path / ".toolrec" / "policy.json")]
-        subprocess.run(
-            [TOOLREC, "policy", *policy, "rule", "put", "--subject", "demo-user", "--rule-id", "quiet",
-             "--effect", "deny", "--tools", "Slack.*"],
-            check=True, capture_output=True,
-        )  # fmt: skip
-        found = [s["tool_name"] for s in run_first_request(command)["results"][0]["suggestions"]]
-        assert found and not any(name.startswith("Slack.") for name in found)
-
-
-def readme_own_catalog_block() -> list[str]:
-    block = re.search(
-        r"^    (\.venv/bin/toolrec build --catalog tools\.jsonl --out mine/index\n.*?)\n\n", README, re.M | re.S
-    )
-    assert block, "README.md lost its own-catalog example"
-    return [line.strip() for line in block.group(1).splitlines()]
-
-
-@pytest.mark.slow
-def test_readme_serves_ones_own_catalog_as_written(tmp_path: Path) -> None:
-    *setup, serve_line = [
-        line.replace(".venv/bin/", f"{Path(sys.executable).parent}/")
-        .replace("tools.jsonl", str(DEMO_DIR / "tools.jsonl"))
-        .replace("mine/", f"{tmp_path}/mine/")
-        for line in readme_own_catalog_block()
-    ]
-    for line in setup:
-        subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, timeout=120, check=True)
-    env_part, _, command = serve_line.partition(" ")
-    assert env_part == "TOOLREC_API_KEY=dev-key" and " serve " in command
-    args = command.split(" serve ", 1)[1].split()
-    with serve_subprocess(args, {"TOOLREC_API_KEY": "dev-key"}, startup_timeout_s=120) as (url, _):
-        body = {"tasks": ["send a Slack message to #ops"], "user_id": "anyone"}
-        answer = httpx.post(f"{url}/v1/tools/select", json=body, headers={"Authorization": "Bearer dev-key"})
-        assert answer.status_code == 200, answer.text
-        assert answer.json()["results"][0]["suggestions"][0]["tool_name"] == "Slack.SendMessage"
-
-
-def test_readme_states_the_limits_the_api_enforces() -> None:
-    assert f"**1 to {MAX_TASKS} `tasks`**" in README and f"at most {MAX_TASK_CHARS:,} characters" in README
-    assert f"(at most {MAX_CONTEXT_CHARS:,} characters" in README
-    # A top_k past the most is answered with the most, not refused (PRODUCT.md §2; README said a 400, issue 26).
-    select, search = (SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX), (SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX)
-    for default, most in (select, search):
-        assert f"`top_k` (default {default}; above {most} returns {most})" in README
-
-
-def readme_curls() -> list[str]:
-    """Every curl command of README, continuation lines joined."""
-    commands = re.findall(r"^    (curl (?:.*\\\n)*.*)$", README, re.M)
-    assert len(commands) >= 3, "README.md lost its curl examples"
-    return [command.replace("\\\n", "") for command in commands]
-
-
-@pytest.mark.slow
-def test_every_curl_of_readme_answers_with_the_fields_readme_names(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": "dev-key"}
-    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
-        answers = {}
-        for command in readme_curls():
-            ran = subprocess.run(
-                ["bash", "-c", command.replace("http://127.0.0.1:8000", url)],
-                env={**os.environ, **env}, capture_output=True, text=True, timeout=30, check=True,
-            )  # fmt: skip
-            answer = json.loads(ran.stdout)
-            assert "name" not in answer, (command, answer)  # not the error body
-            route = re.search(r"/v1/[a-z/]+", command)
-            assert route, command
-            answers[route.group(0)] = answer
-        too_many = {"tasks": ["send a Slack message"], "user_id": "demo-user", "top_k": SELECT_TOP_K_MAX + 1}
-        clamped = httpx.post(f"{url}/v1/tools/select", json=too_many, headers={"Authorization": "Bearer dev-key"})
-    assert clamped.status_code == 200 and len(clamped.json()["results"][0]["suggestions"]) == SELECT_TOP_K_MAX
-    select, search = answers["/v1/tools/select"], answers["/v1/tools/search"]
-    named = [*select, *select["results"][0], *select["results"][0]["suggestions"][0], *search["results"][0]]
-    assert [field for field in named if f"`{field}`" not in README] == []  # README names every field answered
-    assert answers["/v1/apps"]["apps"] and "`connected`" in README
-
-
-def readme_python_blocks() -> list[str]:
-    blocks = re.findall(r"^```python\n(.*?)^```$", README, re.M | re.S)
-    assert blocks, "README.md lost its python examples"
-    return blocks
-
-
-@pytest.mark.slow
-def test_readme_python_blocks_run_against_toolrec_serve(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": "dev-key"}
-    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
-        for number, block in enumerate(readme_python_blocks()):
-            script = tmp_path / f"readme_{number}.py"
-            script.write_text(block.replace("http://127.0.0.1:8000", url), encoding="utf-8")
-            completed = subprocess.run(
-                [sys.executable, str(script)], env={**os.environ, **env}, capture_output=True, text=True, timeout=60,
-                check=False,
-            )  # fmt: skip
-            assert completed.returncode == 0, completed.stderr
-            if "/mcp/default" in block:
-                assert "send a Slack message to #ops -> ['Slack.SendMessage'" in completed.stdout, completed.stdout
 
 
 @pytest.mark.slow
