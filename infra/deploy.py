@@ -80,17 +80,13 @@ def outputs_step(tenant: Tenant) -> Step:
 
 
 def plan(tenant: Tenant) -> list[Step]:
-    catalogs = [arg for path in tenant.catalogs for arg in ("--catalog", str(path))]
-    deploy = (
-        SAM, "deploy", "--template-file", "template.yaml", "--stack-name", tenant.stack_name,
-        "--region", tenant.region, "--capabilities", "CAPABILITY_IAM", "--resolve-s3",
-        "--no-confirm-changeset", "--no-fail-on-empty-changeset",
-        "--parameter-overrides", *parameter_overrides(tenant),
-        "--tags", f"toolrec:tenant={tenant.name}", f"toolrec:stage={tenant.stage}",
-    )  # fmt: skip
-    smoke = (PYTHON, "-m", "infra.smoke", "--url", API_URL, "--tenant", tenant.name,
-             "--expect-build-from", index_dir(tenant))  # fmt: skip
     again = f"then run python -m infra.deploy --tenant {tenant.name} again"
+    return [*_build_steps(tenant, again), *_release_steps(tenant, again)]
+
+
+def _build_steps(tenant: Tenant, again: str) -> list[Step]:
+    """What needs no AWS, first: a bad catalog fails the deploy before anything is touched."""
+    catalogs = [arg for path in tenant.catalogs for arg in ("--catalog", str(path))]
     # Upstream tools enter the first build too, not only at the first scheduled refresh.
     upstreams = [
         Step(
@@ -107,6 +103,20 @@ def plan(tenant: Tenant) -> list[Step]:
             f"fix the catalog rows it names above (`toolrec lint --catalog FILE` checks one), {again}",
         ),
         *(upstreams if tenant.upstreams else []),
+    ]
+
+
+def _release_steps(tenant: Tenant, again: str) -> list[Step]:
+    deploy = (
+        SAM, "deploy", "--template-file", "template.yaml", "--stack-name", tenant.stack_name,
+        "--region", tenant.region, "--capabilities", "CAPABILITY_IAM", "--resolve-s3",
+        "--no-confirm-changeset", "--no-fail-on-empty-changeset",
+        "--parameter-overrides", *parameter_overrides(tenant),
+        "--tags", f"toolrec:tenant={tenant.name}", f"toolrec:stage={tenant.stage}",
+    )  # fmt: skip
+    smoke = (PYTHON, "-m", "infra.smoke", "--url", API_URL, "--tenant", tenant.name,
+             "--expect-build-from", index_dir(tenant))  # fmt: skip
+    return [
         Step(
             "deploy the stack",
             deploy,
