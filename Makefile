@@ -3,23 +3,27 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# `make serve PORT=8080 HOST=0.0.0.0`: where the local service listens (loopback unless you say otherwise).
+# `make serve PORT=8080 HOST=0.0.0.0`: where the local service listens (loopback unless you say otherwise);
+# `ROOT=DIR`: where its demo index, policy file and query log live.
 HOST ?= 127.0.0.1
 PORT ?= 8000
+ROOT ?= .toolrec
 
 .PHONY: install serve test lint sam-venv package
 
+# The first install takes about two minutes: it says so, and pip's lines show it moving (issue 26 item 5).
 $(BIN)/toolrec: pyproject.toml
+	@echo "make: installing toolrec and its dependencies into $(VENV) (about 2 minutes the first time)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install --disable-pip-version-check -e '.[dev]'
 	touch $@
 
 install: $(BIN)/toolrec
 	$(BIN)/toolrec model prepare
 
 serve: install
-	$(BIN)/toolrec serve --host $(HOST) --port $(PORT)
+	$(BIN)/toolrec serve --host $(HOST) --port $(PORT) --root $(ROOT)
 
 lint: install
 	$(BIN)/ruff check handler build_index infra tests
@@ -33,8 +37,9 @@ test: lint sam-venv
 # template tests (tests/infra) call for `sam validate --lint` and the SAM translator.
 SAM_VENV := .venv-sam
 $(SAM_VENV)/bin/sam:
+	@echo "make: installing the SAM CLI into $(SAM_VENV) (about a minute the first time)..."
 	$(PYTHON) -m venv $(SAM_VENV)
-	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==1.170.0
+	$(SAM_VENV)/bin/pip install --disable-pip-version-check aws-sam-cli==1.170.0
 	touch $@
 
 sam-venv: $(SAM_VENV)/bin/sam

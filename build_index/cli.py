@@ -252,8 +252,10 @@ def parser() -> argparse.ArgumentParser:
     add_ops_commands(commands)
 
     bench = commands.add_parser("bench", help="measure latency, cold start, memory and build time")
-    bench.add_argument("--sizes", default="1000,10000,100000", help="catalog sizes, comma-separated")
-    bench.add_argument("--queries", type=int, default=500, help="queries per measurement")
+    bench.add_argument(
+        "--sizes", default="1000,10000,100000", help="catalog sizes, comma-separated (default: %(default)s)"
+    )
+    bench.add_argument("--queries", type=int, default=500, help="queries per measurement (default: %(default)s)")
     bench.add_argument("--no-build-timing", action="store_true", help="skip the fresh 10k build")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.set_defaults(run=cmd_bench)

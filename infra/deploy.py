@@ -15,23 +15,25 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from infra.tenant import REPO_ROOT, Tenant, load_tenant, tenant_names
+from infra.tools import exit_code_of, run_tool
 
 PYTHON = ".venv/bin/python"
 TOOLREC = ".venv/bin/toolrec"
 SAM = ".venv-sam/bin/sam"
 API_URL = "{ApiUrl}"  # filled from the stack's outputs once they exist
+PROGRAM = "python -m infra.deploy"
 
 
 @dataclass(frozen=True)
 class Step:
     name: str
     argv: tuple[str, ...]
+    fix: str  # what to do when it fails, after the tool's own error
 
     def line(self) -> str:
         return shlex.join(self.argv)
@@ -69,12 +71,42 @@ def sam_escaped(value: str) -> str:
 
 def outputs_step(tenant: Tenant) -> Step:
     region = ("--region", tenant.region)
-    return Step("read stack outputs", (SAM, "list", "stack-outputs", "--stack-name", tenant.stack_name, *region,
-                                       "--output", "json"))  # fmt: skip
+    argv = (SAM, "list", "stack-outputs", "--stack-name", tenant.stack_name, *region, "--output", "json")
+    fix = (
+        f"is stack {tenant.stack_name} deployed in {tenant.region}, and are this shell's AWS credentials for its"
+        f" account? (deploy it: python -m infra.deploy --tenant {tenant.name})"
+    )
+    return Step("read stack outputs", argv, fix)
 
 
 def plan(tenant: Tenant) -> list[Step]:
+    again = f"then run python -m infra.deploy --tenant {tenant.name} again"
+    return [*_build_steps(tenant, again), *_release_steps(tenant, again)]
+
+
+def _build_steps(tenant: Tenant, again: str) -> list[Step]:
+    """What needs no AWS, first: a bad catalog fails the deploy before anything is touched."""
     catalogs = [arg for path in tenant.catalogs for arg in ("--catalog", str(path))]
+    # Upstream tools enter the first build too, not only at the first scheduled refresh.
+    upstreams = [
+        Step(
+            "add the upstream MCP servers' tools",
+            (TOOLREC, "refresh", "--index", index_dir(tenant), "--upstreams", tenant.upstreams_json),
+            f"fix the upstream server or credentials it names above (the tenant file's [[upstreams]]), {again}",
+        )
+    ]
+    return [
+        Step("package the function", ("make", "package"), f"fix what `make package` says above, {again}"),
+        Step(
+            "build the index",
+            (TOOLREC, "build", *catalogs, "--out", index_dir(tenant), "--quiet"),
+            f"fix the catalog rows it names above (`toolrec lint --catalog FILE` checks one), {again}",
+        ),
+        *(upstreams if tenant.upstreams else []),
+    ]
+
+
+def _release_steps(tenant: Tenant, again: str) -> list[Step]:
     deploy = (
         SAM, "deploy", "--template-file", "template.yaml", "--stack-name", tenant.stack_name,
         "--region", tenant.region, "--capabilities", "CAPABILITY_IAM", "--resolve-s3",
@@ -84,24 +116,25 @@ def plan(tenant: Tenant) -> list[Step]:
     )  # fmt: skip
     smoke = (PYTHON, "-m", "infra.smoke", "--url", API_URL, "--tenant", tenant.name,
              "--expect-build-from", index_dir(tenant))  # fmt: skip
-    # Upstream tools enter the first build too, not only at the first scheduled refresh.
-    upstreams = [
-        Step(
-            "add the upstream MCP servers' tools",
-            (TOOLREC, "refresh", "--index", index_dir(tenant), "--upstreams", tenant.upstreams_json),
-        )
-    ]
     return [
-        Step("package the function", ("make", "package")),
-        Step("build the index", (TOOLREC, "build", *catalogs, "--out", index_dir(tenant), "--quiet")),
-        *(upstreams if tenant.upstreams else []),
-        Step("deploy the stack", deploy),
+        Step(
+            "deploy the stack",
+            deploy,
+            f"read SAM's error above (the stack's events are in CloudFormation) and check this shell's AWS"
+            f" credentials for {tenant.region}, {again}",
+        ),
         Step(
             "publish the index",
             (PYTHON, "-m", "infra.publish", "--from", index_dir(tenant), "--to", tenant.index_location),
+            f"the stack is deployed; check that these AWS credentials may write {tenant.index_location}, {again}",
         ),
         outputs_step(tenant),
-        Step("smoke test", smoke),
+        Step(
+            "smoke test",
+            smoke,
+            "the stack is deployed and the index published; the checks above say what the stage answered (its policy"
+            " must let the tenant's smoke user use the expected tool)",
+        ),
     ]
 
 
@@ -110,10 +143,9 @@ def _environment(tenant: Tenant) -> dict[str, str]:
 
 
 def stack_outputs(tenant: Tenant) -> dict[str, str]:
-    result = subprocess.run(  # noqa: S603 (argv built here from a validated tenant file)
-        outputs_step(tenant).argv, cwd=REPO_ROOT, env=_environment(tenant), capture_output=True, text=True, check=True
-    )
-    return {item["OutputKey"]: item["OutputValue"] for item in json.loads(result.stdout)}
+    step = outputs_step(tenant)
+    listed = run_tool(step.argv, step.fix, cwd=REPO_ROOT, env=_environment(tenant), capture=True)
+    return {item["OutputKey"]: item["OutputValue"] for item in json.loads(listed)}
 
 
 def execute(tenant: Tenant, steps: Sequence[Step]) -> None:
@@ -125,11 +157,17 @@ def execute(tenant: Tenant, steps: Sequence[Step]) -> None:
             continue
         ready = replace(step, argv=tuple(outputs.get("ApiUrl", a) if a == API_URL else a for a in step.argv))
         print(f"[{number}/{len(steps)}] {ready.name}: {ready.line()}", flush=True)
-        subprocess.run(ready.argv, cwd=REPO_ROOT, env=_environment(tenant), check=True)  # noqa: S603
+        run_tool(ready.argv, f"{ready.name} failed: {ready.fix}", cwd=REPO_ROOT, env=_environment(tenant))
+
+
+DESCRIPTION = (
+    "Deploy one tenant's stack (infra/tenants/<tenant>.toml): package the function, build the index, deploy the"
+    " stack, publish the index and smoke-test it."
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.deploy", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROGRAM, description=DESCRIPTION)
     parser.add_argument("--tenant", required=True, choices=tenant_names())
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
@@ -137,20 +175,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tenant = load_tenant(args.tenant)
     if args.api_url:
-        print(stack_outputs(tenant)["ApiUrl"])
-        return 0
+        return exit_code_of(PROGRAM, lambda: print(stack_outputs(tenant)["ApiUrl"]))
     steps = plan(tenant)
     if args.dry_run:
         print(f"# deploy tenant {tenant.name} ({tenant.stage}, {tenant.region}) as stack {tenant.stack_name}")
         for number, step in enumerate(steps, 1):
             print(f"# {number}. {step.name}\n{step.line()}")
         return 0
-    try:
-        execute(tenant, steps)
-    except subprocess.CalledProcessError as exc:
-        print(f"deploy of {tenant.name} failed at: {shlex.join(map(str, exc.cmd))} (exit {exc.returncode})")
-        return 1
-    return 0
+    return exit_code_of(PROGRAM, lambda: execute(tenant, steps))
 
 
 if __name__ == "__main__":

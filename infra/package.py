@@ -36,6 +36,7 @@ from packaging.utils import canonicalize_name
 
 from handler.inference.model_files import default_model_dir, read_spec
 from infra.tenant import load_tenant, tenant_names
+from infra.tools import ToolFailedError, exit_code_of, run_tool
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOCK_FILE = REPO_ROOT / "infra" / "lambda-requirements.txt"
@@ -67,6 +68,7 @@ REFRESH_MODULES = ("__init__", "build", "catalog_io", "mcp_ingest", "model_prepa
                    "refresh_entry", "upstream_headers", "usage", "drift")  # fmt: skip
 MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
 LAMBDA_TASK_ROOT = "/var/task"
+PROGRAM = "python -m infra.package"
 
 
 def lambda_python() -> str:
@@ -81,7 +83,9 @@ def lambda_python() -> str:
         )  # fmt: skip
         if probe.returncode == 0 and probe.stdout.strip() == str(tuple(map(int, PYTHON_VERSION.split(".")))):
             return candidate
-    raise RuntimeError(f"no python{PYTHON_VERSION} found: install one or set TOOLREC_LAMBDA_PYTHON to its path")
+    raise ToolFailedError(
+        [f"python{PYTHON_VERSION}"], None, f"install python{PYTHON_VERSION} or set TOOLREC_LAMBDA_PYTHON to its path"
+    )
 
 
 def runtime_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[Requirement]:
@@ -99,7 +103,11 @@ def _pip_platform_args() -> list[str]:
 
 def _pip(*args: str) -> None:
     command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args]
-    subprocess.run(command, check=True)  # noqa: S603 (our own interpreter's pip, arguments built here)
+    fix = (
+        "pip says why above: a pin of infra/lambda-requirements.txt it cannot find for the Lambda platform"
+        f" (`{PROGRAM} --lock` re-resolves them), or no index to download from"
+    )
+    run_tool(command, fix)
 
 
 def lock(out: Path = LOCK_FILE) -> list[str]:
@@ -159,7 +167,9 @@ def build(out: Path, model_dir: Path | None = None) -> Path:
 def _compile_bytecode(out: Path) -> None:
     command = [lambda_python(), "-I", "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash",
                "-s", str(out), "-p", LAMBDA_TASK_ROOT, str(out)]  # fmt: skip
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)  # noqa: S603 (argv built here)
+    run_tool(
+        command, f"a module above does not compile under python{PYTHON_VERSION}: fix it", stdout=subprocess.DEVNULL
+    )
 
 
 def unzipped_size(directory: Path) -> int:
@@ -167,16 +177,21 @@ def unzipped_size(directory: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.package", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "lambda")
     parser.add_argument("--model-dir", type=Path, default=None)
     parser.add_argument("--lock", action="store_true", help="re-resolve infra/lambda-requirements.txt and stop")
     args = parser.parse_args(argv)
-    if args.lock:
-        print(f"{len(lock())} pins written to {LOCK_FILE}")
-        return 0
-    out = build(args.out, args.model_dir)
-    size = unzipped_size(out)
+    return exit_code_of(PROGRAM, lambda: _lock() if args.lock else _package(args.out, args.model_dir))
+
+
+def _lock() -> int:
+    print(f"{len(lock())} pins written to {LOCK_FILE}")
+    return 0
+
+
+def _package(out: Path, model_dir: Path | None) -> int:
+    size = unzipped_size(build(out, model_dir))
     print(f"{out}: {size / 2**20:.1f} MB unzipped (limit {MAX_UNZIPPED_BYTES / 2**20:.0f} MB)")
     return 0 if size < MAX_UNZIPPED_BYTES else 1
 

@@ -267,7 +267,7 @@ def run(sizes: Sequence[int], query_count: int, time_build: bool = True) -> Figu
 def warm_variant(
     index_dir: Path, size: int, embedder: OnnxEmbedder, model_dir: Path, queries: Sequence[str]
 ) -> Figures:
-    """The same index with 100k executions of usage (README "Learning from use"): one-action selects on the cold
+    """The same index with 100k executions of usage (docs/quality.md, "Cost"): one-action selects on the cold
     and the warm index taken in turns, query by query, so the machine's drift between two runs is not charged to
     usage."""
     import shutil

@@ -48,7 +48,7 @@ def serve_subprocess(
             command, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT
         )
         try:
-            _wait_healthy(base, process, log, startup_timeout_s)
+            wait_healthy(base, process, log, startup_timeout_s)
             yield base, process
         finally:
             stop(process)
@@ -70,7 +70,8 @@ def _log_file(path: Path | None) -> Iterator[BinaryIO]:
         yield log
 
 
-def _wait_healthy(base: str, process: subprocess.Popen[bytes], log: BinaryIO, timeout_s: float) -> None:
+def wait_healthy(base: str, process: subprocess.Popen[bytes], log: BinaryIO, timeout_s: float) -> None:
+    """Until ``base`` answers /healthz; a process that exits first, or a timeout, raises with the log's tail."""
     deadline = time.monotonic() + timeout_s
     while not _healthy(base):
         if process.poll() is not None or time.monotonic() > deadline:

@@ -19,6 +19,7 @@ import functools
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,11 +115,14 @@ def check_patterns(patterns: tuple[str, ...], catalog: Catalog) -> None:
     unmatched = [p for p in to_check if not table.mask([p]).any()]
     if unmatched:
         known = [f"{app}.*" for app in table.app_names] + list(table.names)
-        hints = []
-        for pattern in unmatched:
-            close = difflib.get_close_matches(pattern, known, n=1, cutoff=0.6)
-            hints.append(f"{pattern!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        hints = [f"{pattern!r}{did_you_mean(pattern, known)}" for pattern in unmatched]
         raise PolicyCommandError(
             f"{', '.join(hints)} {'matches' if len(hints) == 1 else 'match'} no tool of the index at"
             f" {index_location} ({len(table.names)} tools): nothing written"
         )
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """`` (did you mean 'X'?)`` for the known name nearest a mistyped one, or nothing when none is near."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -20,6 +20,7 @@ from build_index.ops.policy_checks import (
     Catalog,
     PolicyCommandError,
     check_patterns,
+    did_you_mean,
     index_for,
     open_policy_file,
     say,
@@ -118,7 +119,9 @@ def _catalog_pins(gateway: Any, catalog: Catalog) -> Any:
     pins = Pins.of(table, gateway.pinned, table.mask(gateway.allowed))
     problem = pins.problem(gateway.gateway_id)
     if problem is not None:
-        raise CatalogError(f"{problem} (catalog of {catalog.location})")
+        hints = [f"{name!r}{hint}" for name in pins.missing if (hint := did_you_mean(name, table.names))]
+        suggested = f"; {', '.join(hints)}" if hints else ""
+        raise CatalogError(f"{problem}{suggested} (catalog of {catalog.location})")
     return gateway.model_copy(update={"pinned": tuple(table.names[i] for i in pins.positions)})
 
 
@@ -138,6 +141,13 @@ def _rule_put(args: argparse.Namespace, store: PolicyWriter) -> str:
 
 
 def _rule_delete(args: argparse.Namespace, store: PolicyWriter) -> str:
+    """A rule is named by its subject and id; the id alone names it when one subject has a rule of that id."""
+    if args.subject is None:
+        subjects = sorted({r.subject for r in store.document().access_rules if r.rule_id == args.rule_id})
+        _must_exist(subjects, f"rule {args.rule_id}")
+        if len(subjects) > 1:
+            raise PolicyCommandError(f"rule {args.rule_id} exists for {', '.join(subjects)}: give --subject")
+        args.subject = subjects[0]
     rules = store.access_rules(args.subject)
     _must_exist(
         [r for r in rules if (r.subject, r.rule_id) == (args.subject, args.rule_id)],
@@ -277,7 +287,7 @@ def _access_parsers(kinds: Any) -> None:
     put.add_argument("--tools", nargs="+", required=True, help="'*', 'App.*' or exact tool names")
     put.add_argument("--index", help=INDEX_HELP)
     delete = _action(rule, "delete", _rule_delete, "delete an access rule")
-    delete.add_argument("--subject", required=True)
+    delete.add_argument("--subject", help="whose rule it is (needed only when several subjects have that rule id)")
     delete.add_argument("--rule-id", required=True)
 
 

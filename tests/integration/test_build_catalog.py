@@ -59,6 +59,38 @@ def test_each_bad_row_is_reported_with_its_line_and_reason(tmp_path: Path, capsy
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", ["build", "lint"])
+def test_rows_that_would_build_but_mislead_are_refused_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Issue 26 item 4: each of these built (the empty description with a lint warning only)."""
+    catalog = tmp_path / "tools.jsonl"
+    lines = [
+        row(name="Garage.CloseDoor", app="Garage"),  # 1: good
+        row(name="Foo.Bar", app="Baz"),  # 2: App.* rules would read Foo, authorization Baz
+        row(name="Slack.Blank", description=""),  # 3: nothing to match or choose by
+        row(name="Slack.Spaces", description=" \n\t\n "),  # 4: blank lines only
+        row(name="Garage.Close_Door", app="Garage"),  # 5: reads as line 1
+        row(name="garage.close-door", app="garage"),  # 6: so does this one
+    ]
+    catalog.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "index"
+    args = ["--out", str(out), "--quiet"] if command == "build" else []
+    assert main([command, "--catalog", str(catalog), *args]) == 2
+    err = capsys.readouterr().err
+    assert "5 invalid catalog row(s); nothing was built" in err
+    expected = {
+        2: "tool name 'Foo.Bar' is of app 'Foo' but its row says app 'Baz'",
+        3: "tool 'Slack.Blank' has an empty description",
+        4: "tool 'Slack.Spaces' has an empty description",
+        5: f"tool name 'Garage.Close_Door' reads as 'Garage.CloseDoor' (at {catalog}:1)",
+        6: f"tool name 'garage.close-door' reads as 'Garage.CloseDoor' (at {catalog}:1)",
+    }
+    for line_no, reason in expected.items():
+        assert f"{catalog}:{line_no}: {reason}" in err, err
+    assert not out.exists()
+
+
 def test_duplicates_across_catalog_files_name_both_places(tmp_path: Path) -> None:
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text(row() + "\n")

@@ -20,7 +20,6 @@ ROWS = [
     ("Util.Helper", "Helper function"),
     ("Util.Endpoint", "API endpoint"),
     ("Util.DoIt", "Does stuff"),
-    ("Util.Blank", "\n   \n"),
     ("Util.SendIt", "Send it to them now."),
     ("Weather.GetForecast", "Get the weather forecast for a city."),
 ]
@@ -51,17 +50,16 @@ def test_lint_reports_each_problem_as_name_and_reason(tmp_path: Path, capsys: py
         "Util.Helper: vague first line 'Helper function': 2 word(s), say what it does to which service or object",
         "Util.Endpoint: vague first line 'API endpoint': 2 word(s), say what it does to which service or object",
         "Util.DoIt: vague first line 'Does stuff': 2 word(s), say what it does to which service or object",
-        "Util.Blank: empty first line (matching reads only the name and the first line)",
         "Util.SendIt: first line 'Send it to them now.' names no service or object (only 'send' is specific)",
     ]
-    assert lines[-1] == "8 problem(s) in 8 of 11 tools (empty 1, name-form 1, near-duplicate 2, no-object 1, vague 3)"
+    assert lines[-1] == "7 problem(s) in 7 of 10 tools (name-form 1, near-duplicate 2, no-object 1, vague 3)"
 
 
 def test_lint_json_and_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     catalog = write(tmp_path / "tools.jsonl", ROWS)
     assert main(lint("--catalog", str(catalog), "--json", "--duplicate-threshold", "0.5")) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["tools"] == 11 and report["duplicate_threshold"] == 0.5
+    assert report["tools"] == 10 and report["duplicate_threshold"] == 0.5
     pairs = {(d["first"], d["second"]) for d in report["duplicates"]}
     assert ("Github.CreateIssue", "Jira.CreateIssue") in pairs  # 0.55 is a duplicate at this threshold
     assert all(0.5 <= d["cosine"] <= 1.0 for d in report["duplicates"])
@@ -75,7 +73,7 @@ def test_lint_reads_several_catalogs_and_a_clean_one_exits_zero(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = write(tmp_path / "a.jsonl", [ROWS[0], ROWS[2]])
-    second = write(tmp_path / "b.jsonl", [ROWS[3], ROWS[10]])
+    second = write(tmp_path / "b.jsonl", [ROWS[3], ROWS[-1]])
     assert main(lint("--catalog", str(first), "--catalog", str(second))) == 0
     assert capsys.readouterr().out == "no problems in 4 tools\n"
 

@@ -126,6 +126,22 @@ def test_deleting_what_does_not_exist_says_so(served_root: Path, capsys: pytest.
         assert what in capsys.readouterr().err
 
 
+def test_a_rule_id_alone_deletes_the_one_rule_of_that_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26 item 6: `rule delete --rule-id x` demanded --subject even when only one subject has rule x."""
+    base = ["policy", "--file", str(tmp_path / "policy.json")]
+    for subject, rule_id in (("alice", "quiet"), ("alice", "shared"), ("bob", "shared")):
+        put = ["rule", "put", "--subject", subject, "--rule-id", rule_id, "--effect", "deny", "--tools", "*"]
+        assert toolrec([*base, *put]) == 0
+    assert toolrec([*base, "rule", "delete", "--rule-id", "quiet"]) == 0
+    assert "rule quiet of alice deleted" in capsys.readouterr().out
+    assert toolrec([*base, "rule", "delete", "--rule-id", "shared"]) == 2  # which one is ambiguous: nothing deleted
+    assert "rule shared exists for alice, bob: give --subject" in capsys.readouterr().err
+    assert toolrec([*base, "rule", "delete", "--rule-id", "nope"]) == 1
+    assert "no rule nope: nothing deleted" in capsys.readouterr().err
+    left = FilePolicyStore(tmp_path / "policy.json").document().access_rules
+    assert [(r.subject, r.rule_id) for r in left] == [("alice", "shared"), ("bob", "shared")]
+
+
 def test_the_default_file_is_never_created_silently(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -66,6 +66,8 @@ def test_the_index_comes_from_the_service_variable(
     ("pins", "message"),
     [
         (["Slack.SendMesage", "Text.Shout"], "cannot pin Slack.SendMesage: not in the catalog"),
+        # A typo gets the nearest catalog name, as a rule pattern does (issue 26 item 6).
+        (["Slack.SendMesage"], "not in the catalog; 'Slack.SendMesage' (did you mean 'Slack.SendMessage'?)"),
         (["Calculator.AddNumbers"], "cannot pin Calculator.AddNumbers: gateway assistant does not allow it"),
         (["Slack.*"], "'Slack.*' is not a tool name: a pin names one tool exactly, never a pattern"),
         (["Text.Shout", "text_shout"], "pinned more than once: Text.Shout, text_shout"),

@@ -1,12 +1,12 @@
-"""`toolrec serve` as a user runs it: a subprocess on a free 127.0.0.1 port that builds the demo on first run,
-answered over real HTTP — including README's curl example and every `python` block of README, run as written
-(only the port differs)."""
+"""`toolrec serve` and `make serve` as a user runs them: a subprocess on a free 127.0.0.1 port that builds the demo
+on first run, says which key to use, and says first when its port is taken. README's own blocks run against it in
+test_readme_as_written.py."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,18 +17,9 @@ import httpx
 import pytest
 
 from build_index.ops.loopback import serve_subprocess, stop
-from build_index.ops.serve import DEMO_DIR
-from handler.api.schemas import (
-    MAX_CONTEXT_CHARS,
-    MAX_TASK_CHARS,
-    MAX_TASKS,
-    SELECT_TOP_K_DEFAULT,
-    SELECT_TOP_K_MAX,
-)
 from tests.conftest import REPO_ROOT
 
 TOOLREC = str(Path(sys.executable).parent / "toolrec")
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
 class Server:
@@ -53,110 +44,48 @@ def toolrec_serve(root: Path, env: dict[str, str], *args: str) -> Iterator[tuple
         yield url, Server(process, log_path)
 
 
-def readme_curl() -> str:
-    block = re.search(
-        r"^    (curl -s http://127\.0\.0\.1:8000/v1/tools/select.*?)\n\n",
-        (REPO_ROOT / "README.md").read_text(),
-        re.M | re.S,
-    )
-    assert block, "README.md lost its curl example"
-    return "\n".join(line.removeprefix("    ") for line in block.group(1).splitlines())
-
-
 @pytest.mark.slow
-def test_readme_example_against_toolrec_serve(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": "dev-key", "TOOLREC_POLICY_CACHE_SECONDS": "0"}
-    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
-        command = readme_curl().replace("http://127.0.0.1:8000", url)
-        assert shutil.which("curl"), "the README example needs curl"
-        completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
-        body = json.loads(completed.stdout)
-        first, second = body["results"]
-        assert first["suggestions"][0]["tool_name"] == "Slack.SendMessage"
-        assert "GitHub.CreateIssue" in [s["tool_name"] for s in second["suggestions"]]
-
-        # `toolrec policy` edits the running server's policy file; the change applies on the next request.
-        policy = ["--file", str(tmp_path / ".toolrec" / "policy.json")]
-        subprocess.run(
-            [TOOLREC, "policy", *policy, "rule", "put", "--subject", "demo-user", "--rule-id", "quiet",
-             "--effect", "deny", "--tools", "Slack.*"],
-            check=True, capture_output=True,
-        )  # fmt: skip
-        completed = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=30, check=True)
-        found = [s["tool_name"] for s in json.loads(completed.stdout)["results"][0]["suggestions"]]
-        assert found and not any(name.startswith("Slack.") for name in found)
-
-
-def readme_own_catalog_block() -> list[str]:
-    block = re.search(
-        r"^    (\.venv/bin/toolrec build --catalog tools\.jsonl --out mine/index\n.*?)\n\n", README, re.M | re.S
-    )
-    assert block, "README.md lost its own-catalog example"
-    return [line.strip() for line in block.group(1).splitlines()]
-
-
-@pytest.mark.slow
-def test_readme_serves_ones_own_catalog_as_written(tmp_path: Path) -> None:
-    *setup, serve_line = [
-        line.replace(".venv/bin/", f"{Path(sys.executable).parent}/")
-        .replace("tools.jsonl", str(DEMO_DIR / "tools.jsonl"))
-        .replace("mine/", f"{tmp_path}/mine/")
-        for line in readme_own_catalog_block()
-    ]
-    for line in setup:
-        subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, timeout=120, check=True)
-    env_part, _, command = serve_line.partition(" ")
-    assert env_part == "TOOLREC_API_KEY=dev-key" and " serve " in command
-    args = command.split(" serve ", 1)[1].split()
-    with serve_subprocess(args, {"TOOLREC_API_KEY": "dev-key"}, startup_timeout_s=120) as (url, _):
-        body = {"tasks": ["send a Slack message to #ops"], "user_id": "anyone"}
-        answer = httpx.post(f"{url}/v1/tools/select", json=body, headers={"Authorization": "Bearer dev-key"})
-        assert answer.status_code == 200, answer.text
-        assert answer.json()["results"][0]["suggestions"][0]["tool_name"] == "Slack.SendMessage"
-
-
-def test_readme_states_the_limits_the_api_enforces() -> None:
-    assert f"**1 to {MAX_TASKS} `tasks`**" in README and f"at most {MAX_TASK_CHARS:,} characters" in README
-    assert f"`top_k` (default {SELECT_TOP_K_DEFAULT}, at most {SELECT_TOP_K_MAX})" in README
-    assert f"(at most {MAX_CONTEXT_CHARS:,} characters" in README
-
-
-def readme_python_blocks() -> list[str]:
-    blocks = re.findall(r"^```python\n(.*?)^```$", README, re.M | re.S)
-    assert blocks, "README.md lost its python examples"
-    return blocks
-
-
-@pytest.mark.slow
-def test_readme_python_blocks_run_against_toolrec_serve(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": "dev-key"}
-    with toolrec_serve(tmp_path / ".toolrec", env) as (url, _):
-        for number, block in enumerate(readme_python_blocks()):
-            script = tmp_path / f"readme_{number}.py"
-            script.write_text(block.replace("http://127.0.0.1:8000", url), encoding="utf-8")
-            completed = subprocess.run(
-                [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
-            )
-            assert completed.returncode == 0, completed.stderr
-            if "/mcp/default" in block:
-                assert "send a Slack message to #ops -> ['Slack.SendMessage'" in completed.stdout, completed.stdout
-
-
-@pytest.mark.slow
-def test_a_generated_key_is_printed_once(tmp_path: Path) -> None:
-    env = {"TOOLREC_API_KEY": ""}
-    with toolrec_serve(tmp_path / "root", env) as (url, server):
+def test_serve_says_which_key_to_use_and_keeps_one_bootstrap_key(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with toolrec_serve(root, {"TOOLREC_API_KEY": ""}) as (url, server):
         output = server.stop()
-    key = re.search(r"API key \(shown once.*?\): (\S+)", output)
-    assert key, output
+    generated = re.search(r"API key \(shown once; only its sha256 is kept in \S+\): (\S+)", output)
+    assert generated, output
     assert re.search(r"building the demo index \(96 tools\) in \S+ \(first run, a few seconds\)", output), output
-    with toolrec_serve(tmp_path / "root", env) as (url, server):
-        headers = {"Authorization": f"Bearer {key.group(1)}"}
-        apps = httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}, headers=headers)
-        assert apps.status_code == 200 and apps.json()["total"] == 13
+
+    def apps_status(key: str) -> int:
+        headers = {"Authorization": f"Bearer {key}"}
+        return httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}, headers=headers).status_code
+
+    with toolrec_serve(root, {"TOOLREC_API_KEY": ""}) as (url, server):  # a restart says which key, not the key
+        assert apps_status(generated.group(1)) == 200
         assert httpx.get(f"{url}/v1/apps", params={"user_id": "demo-user"}).status_code == 401
         output = server.stop()
-        assert "API key" not in output and "building" not in output  # built once
+    assert "API key: the one printed when it was generated, on the first run" in output, output
+    assert generated.group(1) not in output and "building" not in output  # built once
+
+    with toolrec_serve(root, {"TOOLREC_API_KEY": "trk_chosen-later"}) as (url, server):
+        assert (apps_status("trk_chosen-later"), apps_status(generated.group(1))) == (200, 401)
+        output = server.stop()
+    assert "API key: the value of TOOLREC_API_KEY (it replaces bootstrap, which no longer works)" in output, output
+    stored = json.loads((root / "policy.json").read_text())["api_keys"]
+    assert [key["key_id"] for key in stored] == ["bootstrap"]  # one bootstrap key, not one per value ever used
+
+
+def test_a_taken_port_is_said_first_with_how_to_pick_another(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = subprocess.run(
+            [TOOLREC, "serve", "--port", str(port), "--root", str(tmp_path / ".toolrec")],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 2, said
+    assert f"127.0.0.1:{port} is already in use" in said and "make serve PORT=" in said, said
+    assert "toolrec on" not in said and "Traceback" not in said and "Errno" not in said, said
+    assert not (tmp_path / ".toolrec").exists()  # nothing built or written before it was said
 
 
 def test_make_serve_takes_port_and_host() -> None:
@@ -167,3 +96,16 @@ def test_make_serve_takes_port_and_host() -> None:
     assert "toolrec serve --host 0.0.0.0 --port 8123" in result.stdout
     default = subprocess.run(["make", "-n", "serve"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert "toolrec serve --host 127.0.0.1 --port 8000" in default.stdout
+
+
+def test_the_first_install_says_how_long_it_takes_and_shows_pips_progress(tmp_path: Path) -> None:
+    fresh = [f"VENV={tmp_path / '.venv'}", f"SAM_VENV={tmp_path / '.venv-sam'}"]  # as on a fresh clone
+    for target, what in (("serve", "toolrec and its dependencies"), ("test", "the SAM CLI")):
+        planned = subprocess.run(
+            ["make", "-n", target, *fresh], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True
+        ).stdout.splitlines()
+        said = next((line for line in planned if line.startswith(f'echo "make: installing {what}')), None)
+        assert said is not None and "the first time" in said, planned
+        after = planned[planned.index(said) :]
+        install = next(line for line in after if " install " in line and "--upgrade pip" not in line)
+        assert "--quiet" not in install, install  # pip's own lines show it moving

@@ -1,6 +1,6 @@
 """What a cold start imports before its first answer: the serving path leaves out the stacks only some requests
 need (MCP SDK and its protocol types, httpx, jsonschema, the X-Ray SDK, boto3 for a local index and policy file).
-Each of them cost 0.1-0.6 s of import (measured with ``python -X importtime``, README "Performance")."""
+Each of them cost 0.1-0.6 s of import (measured with ``python -X importtime``, docs/performance.md)."""
 
 from __future__ import annotations
 

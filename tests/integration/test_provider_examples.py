@@ -1,8 +1,8 @@
-"""README's provider tool search examples, run as written against `toolrec serve` (a subprocess on loopback).
+"""docs/providers.md's tool search scripts, run as written against `toolrec serve` (a subprocess on loopback).
 
 Only the providers' HTTP is replaced: each SDK client gets a mock transport playing a scripted model that checks
 every request as the real API would (tests/support/fake_providers.py). toolrec answers the search and runs the
-tool for real (an HTTP worker on loopback), so a README that drifts from the API fails here.
+tool for real (an HTTP worker on loopback), so a page that drifts from the API fails here.
 """
 
 from __future__ import annotations
@@ -27,16 +27,19 @@ TASK = "Send a Slack message to #ops saying the deploy finished"
 MESSAGE = {"channel_name": "ops", "text": "deploy finished"}
 
 
-def readme_script(file_name: str) -> str:
-    """The indented block that follows the README line naming ``file_name``."""
-    block = re.search(rf"`{re.escape(file_name)}`:\n\n((?:    .*\n|\n)+)", (REPO_ROOT / "README.md").read_text())
-    assert block, f"README.md lost its {file_name} example"
-    return "\n".join(line.removeprefix("    ") for line in block.group(1).splitlines()).strip() + "\n"
+PAGE = REPO_ROOT / "docs" / "providers.md"
+
+
+def page_script(file_name: str) -> str:
+    """The python block that follows the line of docs/providers.md naming ``file_name``."""
+    block = re.search(rf"`{re.escape(file_name)}`:\n\n```python\n(.*?)^```$", PAGE.read_text(), re.M | re.S)
+    assert block, f"docs/providers.md lost its {file_name} example"
+    return block.group(1).strip() + "\n"
 
 
 def load(file_name: str, directory: Path) -> ModuleType:
     path = directory / file_name
-    path.write_text(readme_script(file_name), encoding="utf-8")
+    path.write_text(page_script(file_name), encoding="utf-8")
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -95,7 +98,7 @@ def test_gpt_example(tmp_path: Path, backends: Backends) -> None:
 
 @pytest.mark.parametrize("file_name", ["claude_toolrec.py", "gpt_toolrec.py"])
 def test_each_example_is_a_whole_clean_script(file_name: str, tmp_path: Path) -> None:
-    source = readme_script(file_name)
+    source = page_script(file_name)
     assert 'if __name__ == "__main__":' in source  # runnable as it stands, with a real API key
     (tmp_path / file_name).write_text(source, encoding="utf-8")
     config = ["--config", str(REPO_ROOT / "pyproject.toml")]
