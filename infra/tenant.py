@@ -46,8 +46,8 @@ class Tenant(_Strict):
     # RefreshFunction); header values name ${secretsmanager:toolrec/<name>/...}, the only secrets it may read.
     upstreams: tuple[Upstream, ...] = ()
     refresh_schedule: str = Field(default="rate(1 hour)", pattern=r"^(rate|cron)\(.+\)$")
-    # Rank with the tenant's own past executions (README "Learning from use"): the scheduled refresh folds its query
-    # log into the index; false serves by text alone and folds nothing.
+    # Rank with the tenant's own past executions (docs/quality.md "Learning from use"): the scheduled refresh
+    # folds its query log into the index; false serves by text alone and folds nothing.
     learn_from_use: bool = True
     smoke: Smoke
     drift: Drift

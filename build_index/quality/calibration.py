@@ -1,5 +1,5 @@
 """`toolrec calibrate-score`: fit the score (handler/ranking/confidence.py) and the no match on real requests the
-model never trained on, each set also left out of its own fit (the figures README "Quality" reports).
+model never trained on, each set also left out of its own fit (the figures docs/quality.md reports).
 
 For every set, each query the model never trained on (build_index/quality/training_split.py) is ranked against
 the set's whole catalog exactly as select ranks it; each of its first ``K`` suggestions is a row of features,

@@ -1,4 +1,4 @@
-"""`toolrec eval --usage-split`: learning from use measured by simulation, in one run (README "Learning from use").
+"""`toolrec eval --usage-split`: learning from use measured by simulation, in one run (docs/quality.md).
 
 A fixed share of a set's queries (by a hash of their id) becomes the history, each query one execution group with
 the first tool of each of its relevant groups; cold (no usage) and warm (that history folded in) answer the same

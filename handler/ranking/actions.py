@@ -8,7 +8,7 @@ gets), when the verb is one tool catalogs use. How users say each action ("add/o
 the verbs of the tools in contention, since a task's words only say which of the available actions fits best.
 The ranking adds ``ACTION_WEIGHT`` times that choice to the fused score of its leading tools (retriever.py), so
 among one app's siblings on the same object the one whose action fits comes first. Chosen leave-one-set-out
-(README "Quality").
+(docs/quality.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from handler.ranking.arrays import FloatArray
 from handler.ranking.text import split_identifier
 
 SHIPPED_ACTIONS = Path(__file__).with_name("actions.json")  # `toolrec model actions` writes it
-ACTION_WEIGHT = 0.0  # chosen leave-one-set-out (README "Quality")
+ACTION_WEIGHT = 0.0  # chosen leave-one-set-out (docs/quality.md)
 CONTENDERS = 10  # the leading tools whose actions compete
 _TOKEN = re.compile(r"[a-z0-9]+|\?")
 _LEADING_CUES = 2  # the first words of a task say most about its action: they count as cues of their own

@@ -6,7 +6,7 @@ A query term the catalog's BM25 vocabulary does not hold may still name somethin
 - an abbreviation that starts one to three catalog words, "repo" for "repository".
 Such a term is expanded to those catalog words; a term the vocabulary holds is never touched, so a catalog
 that uses the short form keeps its meaning. Built for the words agents type, which the benchmark sets barely
-contain; measured: README "Quality".
+contain; measured: docs/quality.md.
 """
 
 from __future__ import annotations

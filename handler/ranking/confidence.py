@@ -3,7 +3,7 @@
 A logistic model over what the ranking already knows of a suggestion (PRODUCT.md §2 ``score``): its cosine and how
 far it lies below the best one, how many of the task's words it holds, its place in each signal and in the fused
 list, how crowded the catalog is around the best cosine, and the task's shape (its words, its parts). Fit on sets
-the service was never tuned on, one set left out at a time (``toolrec calibrate-score``; README "Quality"
+the service was never tuned on, one set left out at a time (``toolrec calibrate-score``; docs/quality.md
 reports each set's calibration), so that 0.8 means right about 8 times in 10 on a catalog never seen. Down the
 list the score never rises (``probabilities`` keeps the running minimum): an agent reads the list in order.
 
@@ -36,7 +36,7 @@ FEATURES = (
     "place_x_parts",
     "place_x_words",
 )
-# `toolrec calibrate-score` over the visible sets (README "Quality"): refit with every model or ranking change.
+# `toolrec calibrate-score` over the visible sets (docs/quality.md): refit with every model or ranking change.
 WEIGHTS = np.zeros(len(FEATURES), dtype=np.float64)
 BIAS = 0.0
 NO_MATCH_PROBABILITY = 0.0

@@ -5,7 +5,7 @@ votes only for tools sharing a word with the query. Ranks mean the same in every
 so neither signal's scale decides how much it counts: one BM25 outlier on a long, chatty query cannot outvote
 the dense signal. A little of how far a tool stands out in each signal (``STANDOUT_WEIGHT`` times its mean
 z-score) settles the exact ties two tools swapping ranks between the signals leave, by evidence rather than
-catalog order. Chosen leave-one-set-out; measured: README "Quality", "How we got here".
+catalog order. Chosen leave-one-set-out; measured: docs/quality.md, "How we got here".
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from handler.ranking.arrays import BoolArray, FloatArray
 RANK_CONSTANT = 5
 STANDOUT_WEIGHT = 0.01  # one standard deviation is worth about a quarter of the gap between ranks 1 and 2
 DEPTH = 100  # each signal votes with its best 100, as RRF fuses top-N lists: deeper than any top_k (20)
-EVIDENCE_SHARE = 0.0  # chosen leave-one-set-out (README "Quality"); 0: the lexical vote always counts fully
+EVIDENCE_SHARE = 0.0  # chosen leave-one-set-out (docs/quality.md); 0: the lexical vote always counts fully
 MIN_LEXICAL_WEIGHT = 0.25
 
 

@@ -3,7 +3,7 @@
 The words of the task count fully; the words inside its values (values.py) little, since an id or a repository
 name says what to act on, not which tool acts. A word the catalog lacks is met with the catalog's words
 (catalog_words.py: joined brands, capital acronyms of tool names, prefixes), and an abbreviation with the
-catalog's words for what it stands for (abbreviations.py). Measured: README "Quality".
+catalog's words for what it stands for (abbreviations.py). Measured: docs/quality.md.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from handler.ranking.abbreviations import Abbreviations
 from handler.ranking.catalog_words import CatalogWords
 from handler.ranking.values import split_values
 
-VALUE_TERM_WEIGHT = 0.25  # chosen leave-one-set-out (README "Quality")
+VALUE_TERM_WEIGHT = 0.25  # chosen leave-one-set-out (docs/quality.md)
 _TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9:&+]*[a-z0-9])?")  # "o365", "k8s", "1:1", "r&d", "c++" as typed
 
 

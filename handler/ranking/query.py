@@ -5,7 +5,7 @@ embedding reads the task alone (a long context would blur its meaning in one mea
 reads the task followed by the context, which can only add matching words, and a bare tool name
 ("Slack.SendMessage") gets no context, so ``RankingIndex.rank`` still recognizes it. One vector of a task that
 asks for several things sits between their tools, so its sentences and "also/then/finally" clauses are embedded
-too (``embed_query``) and a tool keeps its best cosine with any of them. Measured: README "Quality".
+too (``embed_query``) and a tool keeps its best cosine with any of them. Measured: docs/quality.md.
 """
 
 from __future__ import annotations

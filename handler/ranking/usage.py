@@ -13,7 +13,7 @@ Two signals, both precomputed by the build from successful executions linked to 
 Bounds: a past task only counts when it is close to the query (``PAST_TASK_FLOOR``), so evidence for one kind of
 task moves no unrelated one; companions vote at half a signal's weight and only among the tools already ranked in
 the first ``COMPANION_CANDIDATES``; and the build keeps distinct tasks, each user giving at most a few per tool, so
-a burst of calls is one past task. The constants were chosen leave-one-set-out (README "Learning from use").
+a burst of calls is one past task. The constants were chosen leave-one-set-out (docs/quality.md "Learning from use").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The aims are top-1 >= 80 % and top-5 >= 95 % of the possible tasks (no match applied, at the default top_k) and
 no match on >= 80 % of the impossible ones. Top-5 is held at its aim; top-1 and the impossible tasks are held at
-a little under what the shipped ranking reaches (69 of 112 and 9 of 20 on 2026-12-01, README "Quality"), so a
+a little under what the shipped ranking reaches (69 of 112 and 9 of 20 on 2026-12-01, docs/quality.md), so a
 change that loses tasks fails here while those two aims are still open.
 """
 
