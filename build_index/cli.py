@@ -45,18 +45,6 @@ def cmd_model_finetune(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_model_actions(args: argparse.Namespace) -> int:
-    from build_index.quality.actions import learn_actions, write_actions
-    from build_index.quality.agent_tasks import read_agent_tasks
-    from handler.ranking.actions import SHIPPED_ACTIONS
-
-    out = args.out or SHIPPED_ACTIONS
-    model = learn_actions(args.training, read_agent_tasks())
-    write_actions(model, out)
-    print(f"{out}: {len(model['verbs'])} verbs, {model['examples']} examples, {len(model['weights'])} cues")
-    return 0
-
-
 def cmd_build(args: argparse.Namespace) -> int:
     import os
 
@@ -230,12 +218,6 @@ def parser() -> argparse.ArgumentParser:
     finetune.add_argument("--training", type=Path, required=True, help="the training root (../shared/training)")
     finetune.add_argument("--out", type=Path, required=True, help="where to write the model directory")
     finetune.set_defaults(run=cmd_model_finetune)
-    actions = model_commands.add_parser(
-        "actions", help="learn how users say each action from the agent tasks (handler/ranking/actions.json)"
-    )
-    actions.add_argument("--training", type=Path, required=True, help="the training root (../shared/training)")
-    actions.add_argument("--out", type=Path, default=None, help="where to write it (default: the shipped file)")
-    actions.set_defaults(run=cmd_model_actions)
 
     _add_build_command(commands)
 

@@ -35,7 +35,6 @@ from handler.index.table import ToolTable
 from handler.inference.int8_scoring import Int8Scorer
 from handler.inference.model_files import sha256_file
 from handler.ranking.abbreviations import general_lexicon
-from handler.ranking.actions import shipped_actions
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.dense import QuantizedVectors
@@ -91,9 +90,7 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: s
     usage = _usage(directory, manifest) if manifest.usage is not None else None
     names = ToolNames(tools.keys.names, namespace)  # refuses names that fold together or are toolrec's own
     scorer = Int8Scorer(vectors, threads)
-    ranking = RankingIndex(
-        names, bm25, scorer, _analyzer(manifest), usage, lexicon=general_lexicon(), actions=shipped_actions()
-    )
+    ranking = RankingIndex(names, bm25, scorer, _analyzer(manifest), usage, lexicon=general_lexicon())
     return Index(manifest, tools, ranking, ToolTable.of(tools, names))
 
 

@@ -13,11 +13,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from handler.ranking.abbreviations import Abbreviations
+from handler.ranking.analyzer import STOPWORDS
 from handler.ranking.catalog_words import CatalogWords
 from handler.ranking.values import split_values
 
 VALUE_TERM_WEIGHT = 0.25  # chosen leave-one-set-out (docs/quality.md)
-_TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9:&+]*[a-z0-9])?")  # "o365", "k8s", "1:1", "r&d", "c++" as typed
+MIN_SHORT_FORM_CHARS = 2
+# A short form as typed ("o365", "k8s", "1:1", "r&d"); an apostrophe stays inside, so "I'm" is never "m".
+_TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9:&+']*[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class LexicalAnalysis:
     names: Sequence[str]
     analyzer: Callable[[str], list[str]]
     lexicon: Mapping[str, tuple[str, ...]]
+    stopwords: Collection[str] = frozenset(STOPWORDS)
     _words: CatalogWords = field(init=False, repr=False, compare=False)
     _abbreviations: Abbreviations = field(init=False, repr=False, compare=False)
 
@@ -50,6 +54,8 @@ class LexicalAnalysis:
             for term in self._words.expand(self.analyzer(part), part):
                 weights.setdefault(term, weight)
             for token in _TOKEN.findall(part.lower()):  # an abbreviation counts fully, also one with digits
+                if len(token) < MIN_SHORT_FORM_CHARS or token in self.stopwords:
+                    continue  # "a", "x", "us", "am": words before they are short forms
                 for term in self._abbreviations.meanings(token):
                     weights[term] = max(weights.get(term, 0.0), 1.0)
         return LexicalQuery(weights)

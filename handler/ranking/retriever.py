@@ -10,7 +10,6 @@ import numpy as np
 import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
-from handler.ranking.actions import ACTION_WEIGHT, CONTENDERS, ActionModel, tool_verb
 from handler.ranking.arrays import BoolArray, FloatArray
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.confidence import SHIPPED, Calibration, Signals, features
@@ -63,7 +62,6 @@ class RankingIndex:
     analyzer: Callable[[str], list[str]]
     usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
-    actions: ActionModel | None = None  # how users say each action (ranking/actions.py); None: no action vote
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
     _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
@@ -134,7 +132,7 @@ class RankingIndex:
         words = self.bm25.score_weighted(lexical.weights)
         held = self.bm25.terms_held(lexical.terms)
         share = (held / max(len(lexical.terms), 1)).astype(np.float32)
-        scores, cosines = self._scores(query, words, share, query_vector, allowed, method)
+        scores, cosines = self._scores(words, share, query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
@@ -158,7 +156,6 @@ class RankingIndex:
 
     def _scores(
         self,
-        query: str,
         words: FloatArray,
         share: FloatArray,
         query_vector: FloatArray | None,
@@ -183,17 +180,7 @@ class RankingIndex:
             fused = reciprocal_rank_fusion(words, lifted, allowed, lexical_weight)
             fused = fused + companion_votes(self.usage, fused, allowed)
         # The no match and each hit's cosine stay the text's: usage reorders what the text finds, never more.
-        return self._with_actions(query, fused, allowed), semantic
-
-    def _with_actions(self, query: str, fused: FloatArray, allowed: BoolArray) -> FloatArray:
-        """The fused scores, the leading tools' raised by how well their action fits the task (actions.py)."""
-        if self.actions is None or ACTION_WEIGHT <= 0:
-            return fused
-        leading = top_k(np.where(allowed, fused, -np.inf), CONTENDERS)
-        verbs = [tool_verb(self.names[i], self.actions.verbs) for i in leading.tolist()]
-        lifted = fused.copy()
-        lifted[leading] += np.float32(ACTION_WEIGHT) * self.actions.choice(query, verbs)
-        return lifted
+        return fused, semantic
 
     def _semantic(self, query_vector: FloatArray) -> FloatArray:
         """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best."""
