@@ -16,15 +16,15 @@ from pathlib import Path
 from handler.errors import IntegrityError, ModelMissingError
 from handler.inference.model_files import SPEC_FILE, ModelSpec, read_spec, sha256_file
 
-MODEL_ID = "all-MiniLM-L6-v2+toolrec-finetune-2@int8-per-channel"
+MODEL_ID = "all-MiniLM-L6-v2+toolrec-finetune-3@int8-per-channel"
 DIMENSIONS = 384
 MAX_TOKENS = 128
 SHIPPED_DIR = Path(__file__).resolve().parent / "model"
 # What `toolrec model finetune` produced (its recipe, its pinned wheel, torch 2.13.0 CPU, onnxruntime 1.32.0).
 # A change here moves every vector: rebuild the indexes, re-record the golden vectors and the drift goldens,
-# and recalibrate no-match (handler/ranking/no_match.py).
+# and recalibrate the score and the no match (`toolrec calibrate-score`, handler/ranking/confidence.py).
 PINNED_FILES = {
-    "model.onnx": "64a400d14cfab6c666ec3a95daf8a252d07907f336dd88456561df0c6c105dc3",
+    "model.onnx": "412ece2e50acc98f2eaed69d57e41f8c24958473409331c5ab862b5e64fcf7bc",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 }
 
