@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from handler.ranking.arrays import BoolArray, FloatArray
+from handler.ranking.arrays import BoolArray, FloatArray, IntArray
 
 RANK_CONSTANT = 5
 STANDOUT_WEIGHT = 0.01  # one standard deviation is worth about a quarter of the gap between ranks 1 and 2
 DEPTH = 100  # each signal votes with its best 100, as RRF fuses top-N lists: deeper than any top_k (20)
-EVIDENCE_SHARE = 0.0  # chosen leave-one-set-out (docs/quality.md); 0: the lexical vote always counts fully
+# Chosen leave-one-set-out (docs/quality.md "How we got here"): every held-out set's choice.
+EVIDENCE_SHARE = 1.0
+EVIDENCE_WORDS = 6
 MIN_LEXICAL_WEIGHT = 0.25
 
 
@@ -56,17 +58,17 @@ def z_score(scores: FloatArray, allowed: BoolArray) -> FloatArray:
     return ((scores - float(kept.mean())) / spread).astype(np.float32)
 
 
-def evidence_weight(lexical: FloatArray, share: FloatArray, allowed: BoolArray) -> float:
+def evidence_weight(lexical: FloatArray, held: IntArray, terms: int, allowed: BoolArray) -> float:
     """How much the lexical vote counts for this task: fully where the best lexical match holds at least
-    ``EVIDENCE_SHARE`` of the task's own words, less where it rests on one side word ("next" in "next Tuesday"),
-    down to ``MIN_LEXICAL_WEIGHT``; then the dense signal decides."""
-    if EVIDENCE_SHARE <= 0:
-        return 1.0
+    ``EVIDENCE_SHARE`` of the task's own words (of its first ``EVIDENCE_WORDS``: a long request is not one tool's
+    words), less where it rests on a side word ("next" in "next Tuesday"), down to ``MIN_LEXICAL_WEIGHT``; there the
+    dense signal decides."""
     eligible = allowed & (lexical > 0)
-    if not eligible.any():
+    if not eligible.any() or not terms:
         return 1.0
     best = int(np.argmax(np.where(eligible, lexical, -np.inf)))
-    return float(np.clip(share[best] / EVIDENCE_SHARE, MIN_LEXICAL_WEIGHT, 1.0))
+    share = int(held[best]) / min(terms, EVIDENCE_WORDS)
+    return float(np.clip(share / EVIDENCE_SHARE, MIN_LEXICAL_WEIGHT, 1.0))
 
 
 def reciprocal_rank_fusion(

@@ -17,7 +17,7 @@ from handler.ranking.analyzer import STOPWORDS
 from handler.ranking.catalog_words import CatalogWords
 from handler.ranking.values import split_values
 
-VALUE_TERM_WEIGHT = 0.25  # chosen leave-one-set-out (docs/quality.md)
+VALUE_TERM_WEIGHT = 0.5  # chosen leave-one-set-out (docs/quality.md "How we got here")
 MIN_SHORT_FORM_CHARS = 2
 # A short form as typed ("o365", "k8s", "1:1", "r&d"); an apostrophe stays inside, so "I'm" is never "m".
 _TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9:&+']*[a-z0-9])?")
@@ -53,9 +53,19 @@ class LexicalAnalysis:
         for part, weight in ((plain, 1.0), (values, VALUE_TERM_WEIGHT)):
             for term in self._words.expand(self.analyzer(part), part):
                 weights.setdefault(term, weight)
-            for token in _TOKEN.findall(part.lower()):  # an abbreviation counts fully, also one with digits
-                if len(token) < MIN_SHORT_FORM_CHARS or token in self.stopwords:
-                    continue  # "a", "x", "us", "am": words before they are short forms
-                for term in self._abbreviations.meanings(token):
+            for token in self._short_forms(part):  # an abbreviation counts fully, also one with digits
+                for term in self._abbreviations.terms(token):
                     weights[term] = max(weights.get(term, 0.0), 1.0)
         return LexicalQuery(weights)
+
+    def with_meanings(self, task: str) -> str:
+        """The task with what its short forms mean in this catalog after it, for the embedder: "open a PR
+        (pull request)". The model learned abbreviations from the agent tasks, but the spelled-out meaning, met
+        with the catalog's words, is what a tool's first line says (docs/quality.md "How we got here")."""
+        meanings = [m for token in self._short_forms(task) for m in self._abbreviations.meanings(token)]
+        return f"{task} ({'; '.join(dict.fromkeys(meanings))})" if meanings else task
+
+    def _short_forms(self, text: str) -> list[str]:
+        # "a", "x", "us", "am": words before they are short forms
+        tokens = _TOKEN.findall(text.lower())
+        return [t for t in tokens if len(t) >= MIN_SHORT_FORM_CHARS and t not in self.stopwords]
