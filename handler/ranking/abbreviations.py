@@ -34,20 +34,23 @@ class Abbreviations:
     _met: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def meanings(self, word: str) -> tuple[str, ...]:
-        """The analyzed words of every meaning of ``word`` (a raw lowercase token) that the catalog holds."""
+        """Every meaning of ``word`` (a raw lowercase token) whose words the catalog holds, as the lexicon writes it."""
         word = word.lower()
         if word not in self.lexicon and word.endswith("s") and word[:-1] in self.lexicon:
             word = word[:-1]  # "PRs", "DMs"
         if word not in self.lexicon:
             return ()
         if word not in self._met:  # looked up once per lexicon entry and index: the cache is bounded by the lexicon
-            met: list[str] = []
-            for meaning in self.lexicon.get(word, ()):
-                terms = self.analyze(meaning)
-                if terms and all(term in self.vocabulary for term in terms):
-                    met += terms
-            self._met[word] = tuple(dict.fromkeys(met))
+            self._met[word] = tuple(
+                meaning
+                for meaning in self.lexicon[word]
+                if (terms := self.analyze(meaning)) and all(term in self.vocabulary for term in terms)
+            )
         return self._met[word]
+
+    def terms(self, word: str) -> tuple[str, ...]:
+        """The analyzed words of those meanings."""
+        return tuple(dict.fromkeys(term for meaning in self.meanings(word) for term in self.analyze(meaning)))
 
     def __contains__(self, word: str) -> bool:
         return bool(self.meanings(word))

@@ -11,6 +11,7 @@ too (``embed_query``) and a tool keeps its best cosine with any of them. Measure
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,12 +59,14 @@ def task_parts(task: str) -> tuple[str, ...]:
     return tuple(parts[:MAX_PARTS]) if len(parts) > 1 else ()
 
 
-def query_text(task: str, context: str | None = None) -> QueryText:
+def query_text(task: str, context: str | None = None, spelled_out: Callable[[str], str] = str) -> QueryText:
+    """``spelled_out``: the task as the embedder reads it (RankingIndex.with_meanings: its short forms spelled out
+    as the catalog says them); its parts are embedded as written."""
     task = task.strip()
     context = (context or "").strip()
     looks_like_a_name = "." in task and not any(ch.isspace() for ch in task)
     lexical = f"{task}\n{context}" if context and not looks_like_a_name else task
-    return QueryText(lexical=lexical, semantic=task, parts=task_parts(task))
+    return QueryText(lexical=lexical, semantic=spelled_out(task), parts=task_parts(task))
 
 
 def embed_query(embedder: Embedder, query: QueryText) -> FloatArray:

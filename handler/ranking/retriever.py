@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
-from handler.ranking.arrays import BoolArray, FloatArray
+from handler.ranking.arrays import BoolArray, FloatArray, IntArray
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.confidence import SHIPPED, Calibration, Signals, features
 from handler.ranking.dense import DenseScorer
@@ -103,17 +103,17 @@ class RankingIndex:
         method: Method = Method.HYBRID,
         calibration: Calibration | None = SHIPPED,
     ) -> Recommendation:
-        """``rank``, each hit with its calibrated probability (confidence.py), and the no match decided on the
-        first one's: a property of the query and the allowed tools, never of k (PRODUCT.md §2). With
-        ``calibration`` None, no probability and no refusal."""
+        """``rank``, each hit with its calibrated probability (confidence.py), and the no match decided on the best
+        cosine of every allowed tool: a property of the query and the allowed tools, never of k (PRODUCT.md §2).
+        With ``calibration`` None, no probability and no refusal."""
         found = self.ranked(query, query_vector, k, allowed, method)
         scores, cosines = found.scores, found.cosines
         if cosines is None or found.evidence is None or calibration is None:
             hits = (Hit(i, float(scores[i]), None if cosines is None else float(cosines[i])) for i in found.chosen)
             return Recommendation(tuple(hits), found.best)
-        probability = calibration.probabilities(found.evidence).tolist()
-        if calibration.refuses(probability[0]) and not found.named:  # never refuse a task that names its tool
+        if found.best is not None and calibration.refuses(found.best) and not found.named:  # a named tool: never
             return Recommendation((), found.best)
+        probability = calibration.probabilities(found.evidence).tolist()
         rows = zip(found.chosen, probability, strict=True)
         return Recommendation(tuple(Hit(i, float(scores[i]), float(cosines[i]), p) for i, p in rows), found.best)
 
@@ -132,7 +132,7 @@ class RankingIndex:
         words = self.bm25.score_weighted(lexical.weights)
         held = self.bm25.terms_held(lexical.terms)
         share = (held / max(len(lexical.terms), 1)).astype(np.float32)
-        scores, cosines = self._scores(words, share, query_vector, allowed, method)
+        scores, cosines = self._scores(words, held, len(lexical.terms), query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
@@ -154,15 +154,20 @@ class RankingIndex:
     def lexical_query(self, query: str) -> LexicalQuery:
         return self._lexical.query(query)
 
+    def with_meanings(self, task: str) -> str:
+        """The task as the embedder reads it here: with what its short forms mean in this catalog (lexical.py)."""
+        return self._lexical.with_meanings(task)
+
     def _scores(
         self,
         words: FloatArray,
-        share: FloatArray,
+        held: IntArray,
+        terms: int,
         query_vector: FloatArray | None,
         allowed: BoolArray,
         method: Method,
     ) -> tuple[FloatArray, FloatArray | None]:
-        """The ranking scores from the lexical ones (and the share of the task's words each tool holds), and the
+        """The ranking scores from the lexical ones (and how many of the task's ``terms`` each tool holds), and the
         cosines they came from (None for BM25 alone)."""
         if method is Method.BM25:
             return words, None
@@ -171,7 +176,7 @@ class RankingIndex:
         semantic = self._semantic(query_vector)
         if method is Method.DENSE:
             return semantic, semantic
-        lexical_weight = evidence_weight(words, share, allowed)
+        lexical_weight = evidence_weight(words, held, terms, allowed)
         if self.usage is None:
             fused = reciprocal_rank_fusion(words, semantic, allowed, lexical_weight)
         else:

@@ -69,3 +69,10 @@ def test_search_finds_a_tool_by_an_abbreviation_of_its_words() -> None:
     assert found[:1] == ["GoogleDocs.CreateDocument"]
     found = [CATALOG[h.index][0] for h in index.rank("my open PRs", None, 3, method=Method.BM25)]
     assert set(found[:2]) == {"Github.ListPullRequests", "Github.MergePullRequest"}
+
+
+def test_the_embedder_reads_a_short_form_spelled_out_as_the_catalog_says_it() -> None:
+    analysis = _analysis()
+    assert analysis.with_meanings("open a PR for the fix") == "open a PR for the fix (pull request)"
+    assert analysis.with_meanings("I'm on it, DM me") == "I'm on it, DM me (direct message)"  # "m" is no million
+    assert analysis.with_meanings("send the report") == "send the report"  # nothing to spell out
