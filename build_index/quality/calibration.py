@@ -5,8 +5,8 @@ For every set, each query the model never trained on (build_index/quality/traini
 the set's whole catalog exactly as select ranks it; each of its first ``K`` suggestions is a row of features,
 labelled by whether it is one of the query's tools. Other sets' queries against the catalog are off-catalog rows,
 all wrong: they teach what weak evidence looks like. A logistic model (each set weighing the same, so a large set
-cannot drown a small one) gives the score; the no match is the probability below which every set is 95 % sure
-to refuse at most 1 % of its real requests (handler/ranking/no_match.py: the same rule that chose the cosine).
+cannot drown a small one) gives the score; the no match is the best cosine below which every set is 95 % sure to
+refuse at most 1 % of its real requests (handler/ranking/no_match.py).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from build_index.quality.training_split import unseen_by_model
 from handler.index.load import Index
 from handler.ranking.confidence import FEATURES, Calibration
 from handler.ranking.no_match import calibrate
-from handler.ranking.query import Embedder, embed_query, query_text
-from handler.ranking.retriever import Ranked
+from handler.ranking.query import Embedder
+from handler.ranking.recommend import ranked
 
 K = 10  # rows per query: deeper than select's default top_k, as the score must hold at any top_k
 SHOWN = 5  # calibration is judged on what select returns by default
@@ -43,12 +43,7 @@ class SetRows:
     query: npt.NDArray[np.int64]  # (n,): which query the row belongs to
     place: npt.NDArray[np.int64]  # (n,): 0 for the first suggestion
     named: npt.NDArray[np.bool_]  # (queries,): the query names its tool (never refused)
-
-
-def ranked(index: Index, embedder: Embedder, text: str, k: int = K) -> Ranked:
-    """A query through select's own path, before any refusal: query formation, embeddings, ranking."""
-    query = query_text(text)
-    return index.ranking.ranked(query.lexical, embed_query(embedder, query), k)
+    best: npt.NDArray[np.float64]  # (queries,): the best cosine of any tool
 
 
 def set_rows(index: Index, ids: Sequence[str], embedder: Embedder, queries: Sequence[Query], k: int = K) -> SetRows:
@@ -59,8 +54,9 @@ def set_rows(index: Index, ids: Sequence[str], embedder: Embedder, queries: Sequ
     query: list[int] = []
     place: list[int] = []
     named: list[bool] = []
+    best: list[float] = []
     for number, item in enumerate(queries):
-        found = ranked(index, embedder, item.text, k)
+        found = ranked(index.ranking, embedder, item.text, None, k)
         if found.evidence is None:
             raise ValueError(f"{item.text!r}: no evidence (was the query embedded?)")
         needed = {tool for group in item.groups for tool in group}
@@ -69,7 +65,10 @@ def set_rows(index: Index, ids: Sequence[str], embedder: Embedder, queries: Sequ
         query += [number] * len(found.chosen)
         place += range(len(found.chosen))
         named.append(found.named)
-    return SetRows(np.concatenate(rows), np.array(right), np.array(query), np.array(place), np.array(named))
+        best.append(found.best or 0.0)
+    return SetRows(
+        np.concatenate(rows), np.array(right), np.array(query), np.array(place), np.array(named), np.array(best)
+    )
 
 
 def fit(real: Mapping[str, SetRows], off: Mapping[str, SetRows]) -> tuple[Rows, float]:
@@ -99,14 +98,13 @@ def fit(real: Mapping[str, SetRows], off: Mapping[str, SetRows]) -> tuple[Rows, 
 
 
 def refused_percent(calibration: Calibration, data: SetRows) -> float:
-    refused = first_probabilities(calibration, data) < (calibration.no_match or 0.0)
+    refused = refusal_cosines(data) < (calibration.no_match or 0.0)
     return round(100.0 * float(refused.mean()), 2) if len(refused) else 0.0
 
 
-def first_probabilities(calibration: Calibration, data: SetRows) -> npt.NDArray[np.float64]:
-    """Each query's first suggestion's probability; a query that names its tool counts as certain (never refused)."""
-    first = calibration.probabilities(data.rows[data.place == 0]) if len(data.rows) else np.empty(0)
-    return np.where(data.named, 1.0, first)
+def refusal_cosines(data: SetRows) -> npt.NDArray[np.float64]:
+    """What the no match reads of each query: its best cosine, or 1 when it names its tool (never refused)."""
+    return np.where(data.named, 1.0, data.best)
 
 
 def shown_probabilities(calibration: Calibration, data: SetRows) -> npt.NDArray[np.float64]:
@@ -171,11 +169,8 @@ def calibrate_score(
 def fitted(real: Mapping[str, SetRows], off: Mapping[str, SetRows]) -> Calibration:
     """The score fit on these sets, and the no match their real requests allow."""
     weights, bias = fit(real, off)
-    model = Calibration(weights, bias, None)
     try:
-        threshold: float | None = round(
-            calibrate({n: first_probabilities(model, d).tolist() for n, d in real.items()}), 4
-        )
+        threshold: float | None = round(calibrate({n: refusal_cosines(d).tolist() for n, d in real.items()}), 4)
     except ValueError:  # no set large enough to show the target refusal rate: none can vote, so never refuse
         threshold = None
     return Calibration(weights, bias, threshold)

@@ -1,4 +1,4 @@
-"""`toolrec eval` and `toolrec calibrate-no-match`: measuring retrieval quality, and setting the no-match threshold."""
+"""`toolrec eval`, `toolrec calibrate-score`, `toolrec agent-tasks`: measuring retrieval quality, fitting the score."""
 
 from __future__ import annotations
 
@@ -59,8 +59,17 @@ def cmd_calibrate_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agent_tasks(args: argparse.Namespace) -> int:
+    from build_index.quality.agent_tasks import read_agent_tasks, write_bench_view
+    from build_index.quality.shared_data import shared_dir
+
+    out = write_bench_view(args.shared or shared_dir(), args.out, read_agent_tasks())
+    print(f"{out}: the held-out agent tasks as a set (toolrec eval and calibrate-score read it)")
+    return 0
+
+
 def add_quality_commands(commands: Any) -> None:
-    """`toolrec eval` and `toolrec calibrate-no-match`: measuring retrieval quality."""
+    """`toolrec eval`, `toolrec calibrate-score`, `toolrec agent-tasks`: measuring retrieval quality."""
     evaluation = commands.add_parser("eval", help="measure retrieval quality on a benchmark set")
     evaluation.add_argument("bench_dir", type=Path)
     evaluation.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
@@ -107,3 +116,10 @@ def add_quality_commands(commands: Any) -> None:
     calibration.add_argument("--json", action="store_true", help="print one JSON object")
     model_dir_option(calibration)
     calibration.set_defaults(run=cmd_calibrate_score)
+
+    view = commands.add_parser(
+        "agent-tasks", help="write the agent tasks about held-out tools as a set in the benchmark format"
+    )
+    view.add_argument("out", type=Path, help="the folder to write (its name is the set's name: agent_tasks)")
+    view.add_argument("--shared", type=Path, default=None, help="the shared data root (default: ../shared)")
+    view.set_defaults(run=cmd_agent_tasks)

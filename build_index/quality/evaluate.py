@@ -53,7 +53,7 @@ class Scores:
 
     def add(self, ranked: Sequence[str], groups: Sequence[Sequence[str]]) -> None:
         self.queries += 1
-        self.sums["c@1"] += completeness(ranked, groups, 1)  # the first tool: what agents and `auto` mostly take
+        self.sums["first"] += first_needed(ranked, groups)  # what agents and `auto` mostly take
         self.sums["c@5"] += completeness(ranked, groups, 5)
         self.sums["c@10"] += completeness(ranked, groups, 10)
         self.sums["recall@10"] += recall(ranked, groups, 10)
@@ -247,6 +247,11 @@ def evaluate(
     return result
 
 
+def first_needed(ranked: Sequence[str], groups: Sequence[Sequence[str]]) -> bool:
+    """Whether the first tool is one the query needs (for a one-tool query: top-1)."""
+    return bool(ranked) and any(ranked[0] in group for group in groups)
+
+
 def gap_closed(score: float, baseline: float) -> float:
     """The share (%) of the baseline's misses that ``score`` recovers: (C - C_base) / (100 - C_base)."""
     return round(100.0 * (score - baseline) / (100.0 - baseline), 1) if baseline < 100.0 else 0.0
@@ -290,7 +295,7 @@ def off_catalog_refusals(
 
 
 def format_report(result: dict[str, Any]) -> str:
-    columns = ("c@1", "c@5", "c@10", "recall@10", "ndcg@10")
+    columns = ("first", "c@5", "c@10", "recall@10", "ndcg@10")
     impossible = (
         f"; {result['impossible_refused']}% of its {result['impossible']} impossible requests refused"
         if result["impossible"]

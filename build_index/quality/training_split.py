@@ -3,7 +3,7 @@
 Every customer catalog is made of tools the model was not trained on; a no-match threshold read from
 queries about trained-on tools would sit too high (their cosines are inflated) and refuse real requests.
 So one tool in five of each training set is held out of `toolrec model finetune`, and
-`toolrec calibrate-no-match` reads only the queries that need such a tool.
+`toolrec calibrate-score` reads only the queries that need such a tool.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ the service was never tuned on, one set left out at a time (``toolrec calibrate-
 reports each set's calibration), so that 0.8 means right about 8 times in 10 on a catalog never seen. Down the
 list the score never rises (``probabilities`` keeps the running minimum): an agent reads the list in order.
 
-The no match is this probability too: a task whose first suggestion is less likely right than
-``NO_MATCH_PROBABILITY`` gets none (no_match.py chose it, the same way it chose the cosine it replaces).
+The no match is decided beside it, on the best cosine of any allowed tool (no_match.py): measured leave-one-set-out,
+the first suggestion's probability separates requests no tool serves from real ones less well than that cosine
+does (docs/quality.md "No match"), since a right tool lower in the list keeps a real request worth answering.
 """
 
 from __future__ import annotations
@@ -36,10 +37,28 @@ FEATURES = (
     "place_x_parts",
     "place_x_words",
 )
-# `toolrec calibrate-score` over the visible sets (docs/quality.md): refit with every model or ranking change.
-WEIGHTS = np.zeros(len(FEATURES), dtype=np.float64)
-BIAS = 0.0
-NO_MATCH_PROBABILITY = 0.0
+# `toolrec calibrate-score --max-queries 2000` over the ten visible sets and the held-out agent tasks, with the
+# shipped model and ranking (docs/quality.md "Score"): refit with every model or ranking change.
+WEIGHTS = np.array(
+    [
+        5.710227,  # cosine
+        -1.952163,  # below_best_cosine
+        -0.147771,  # words_held
+        1.331166,  # lexical_place
+        0.588782,  # semantic_place
+        0.660784,  # place
+        1.808828,  # fused_share
+        -0.561139,  # crowding
+        0.628799,  # query_words
+        -0.377625,  # query_parts
+        -0.296924,  # allowed_tools
+        0.418109,  # place_x_parts
+        -0.248069,  # place_x_words
+    ],
+    dtype=np.float64,
+)
+BIAS = -5.426437
+NO_MATCH_COSINE = 0.2645  # the best allowed cosine below which a task gets no tool (no_match.py)
 CROWD_COSINE = 0.05  # tools this close below the best cosine compete with it
 
 
@@ -96,21 +115,22 @@ def features(signals: Signals, chosen: Sequence[int]) -> Rows:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A fitted model: its weights over FEATURES, and the probability below which a task gets no tool."""
+    """A fitted model: its weights over FEATURES, and the best cosine below which a task gets no tool."""
 
     weights: npt.NDArray[np.float64]
     bias: float
-    no_match: float | None  # None: never refuse
+    no_match: float | None  # the cosine threshold (no_match.py); None: never refuse
 
     def probabilities(self, rows: Rows) -> Rows:
-        """The calibrated probability of each row (best first), never rising down the list."""
-        if not len(rows):
-            return np.empty(0, dtype=np.float64)
-        raw = 1.0 / (1.0 + np.exp(-(rows @ self.weights + self.bias)))
-        return np.minimum.accumulate(raw)
+        """The calibrated probability of each row of one list (best first), never rising down the list."""
+        return np.minimum.accumulate(self.each(rows)) if len(rows) else np.empty(0, dtype=np.float64)
 
-    def refuses(self, first: float) -> bool:
-        return self.no_match is not None and first < self.no_match
+    def each(self, rows: Rows) -> Rows:
+        """Each row's probability on its own (the first of a list is its probability as shown)."""
+        return np.asarray(1.0 / (1.0 + np.exp(-(rows @ self.weights + self.bias))), dtype=np.float64)
+
+    def refuses(self, best_cosine: float) -> bool:
+        return self.no_match is not None and best_cosine < self.no_match
 
 
-SHIPPED = Calibration(WEIGHTS, BIAS, NO_MATCH_PROBABILITY)
+SHIPPED = Calibration(WEIGHTS, BIAS, NO_MATCH_COSINE)

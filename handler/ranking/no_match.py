@@ -1,10 +1,11 @@
 """The calibrated "no match": when no tool the user may use fits a task, select answers with nothing.
 
-It reads the first suggestion's calibrated probability (confidence.py), over every tool the user may use, so it
-never depends on ``top_k`` (PRODUCT.md §2). A task half of whose words one allowed tool holds is in the catalog's
-own words and never refused (retriever.RankingIndex.ranked). The threshold (``confidence.NO_MATCH_PROBABILITY``) is
-the highest at which every set of queries the model never trained on is 95 % sure to refuse at most
-``TARGET_FALSE_RATE`` of its real requests: a refusal costs the agent its tool, a weak suggestion one look.
+It reads the best cosine between the task and every tool the user may use, not only those shown, so it never
+depends on ``top_k`` (PRODUCT.md §2); a cosine of unit vectors means the same in every catalog. A task half of whose
+words one allowed tool holds is in the catalog's own words and never refused (retriever.RankingIndex.ranked). The
+threshold (``confidence.NO_MATCH_COSINE``) is the highest at which every set of queries the model never trained on
+is 95 % sure to refuse at most ``TARGET_FALSE_RATE`` of its real requests: a refusal costs the agent its tool, a
+weak suggestion one look (its score says how weak).
 Reproduce: ``toolrec calibrate-score``; measured: docs/quality.md.
 """
 
@@ -28,15 +29,16 @@ def refusal_upper_bound(refused: npt.NDArray[np.int64] | int, queries: int) -> n
     return np.asarray((share + z2 / (2 * queries) + spread) / (1 + z2 / queries))
 
 
-def calibrate(firsts: Mapping[str, Iterable[float]], target_false_rate: float = TARGET_FALSE_RATE) -> float:
+def calibrate(best: Mapping[str, Iterable[float]], target_false_rate: float = TARGET_FALSE_RATE) -> float:
     """The highest threshold at which every calibration set is 95 % sure to refuse at most the target share.
 
-    ``firsts`` maps each calibration set to the first suggestion's probability of each of its queries against its
-    own catalog. Each set is held to the target on its own, so a large set cannot hide a small one's refusals;
-    a set too small to show the target even with no refusal (fewer than 268 queries at 1 %) cannot vote.
+    ``best`` maps each calibration set to the best cosine of each of its queries against its own catalog (1 for a
+    query that names its tool: never refused). Each set is held to the target on its own, so a large set cannot
+    hide a small one's refusals; a set too small to show the target even with no refusal (fewer than 268 queries
+    at 1 %) cannot vote.
     """
     thresholds = []
-    for values in firsts.values():
+    for values in best.values():
         ordered = np.sort(np.fromiter(values, dtype=np.float64))
         if not len(ordered):
             continue

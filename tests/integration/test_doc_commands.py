@@ -73,7 +73,7 @@ PARSED = {
         f"needs a deployed stage; {HERE}::test_deploys_drift_record runs drift against toolrec serve"
     ),
     ("docs/quality.md", "B=../shared/benchmarks"): (
-        "about 25 minutes over ten shared sets; tests/integration/test_eval_*.py run eval and calibrate-no-match on"
+        "about 40 minutes over eleven shared sets; tests/integration/test_eval_*.py run eval and calibrate-score on"
         " smaller ones"
     ),
     ("docs/quality.md", ".venv/bin/pip install -e '.[train]'"): (

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import build_bm25
+from handler.ranking.confidence import FEATURES, SHIPPED, Calibration
 from handler.ranking.dense import DenseMatrix, quantize
 from handler.ranking.fusion import RANK_CONSTANT, rank_votes, reciprocal_rank_fusion, z_score
 from handler.ranking.no_match import calibrate, refusal_upper_bound
@@ -120,29 +121,47 @@ def _unit(*components: float) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def test_no_match_when_no_allowed_tool_is_close_enough() -> None:
+# A score that reads the cosine alone: p = sigmoid(10 (cosine - 0.3)), refusing below 0.5 (cosine 0.3).
+BY_COSINE = Calibration(np.eye(len(FEATURES))[FEATURES.index("cosine")] * 10.0, -3.0, 0.5)
+
+
+def test_no_match_when_no_allowed_tool_is_likely_right() -> None:
     index = _index()
     unrelated = _unit(0, 0, 0, 0, 0, 0, 0, 1)  # orthogonal to every tool
-    refused = index.recommend("quantum chromodynamics", unrelated, 3)
+    refused = index.recommend("quantum chromodynamics", unrelated, 3, calibration=BY_COSINE)
     assert refused.no_match and refused.hits == () and refused.best_cosine == pytest.approx(0.0, abs=0.01)
-    assert not index.recommend("weather in Paris", _unit(0, 0, 1), 3).no_match
-    # Only the allowed tools' cosines count: the one close tool, disallowed, does not rescue the query.
-    assert index.recommend("weather in Paris", _unit(0, 0, 1), 3, np.array([True, True, False])).no_match
-    assert not index.recommend("quantum chromodynamics", unrelated, 3, no_match_cosine=None).no_match
+    found = index.recommend("weather in Paris", _unit(0, 0, 1), 3, calibration=BY_COSINE)
+    assert not found.no_match and found.hits[0].probability == pytest.approx(1 / (1 + np.exp(-7.0)), abs=0.01)
+    # Only the allowed tools count: the one close tool, disallowed, does not rescue the query.
+    mask = np.array([True, True, False])
+    assert index.recommend("weather in Paris", _unit(0, 0, 1), 3, mask, calibration=BY_COSINE).no_match
+    assert not index.recommend("quantum chromodynamics", unrelated, 3, calibration=None).no_match
+
+
+def test_the_shipped_score_refuses_a_task_no_tool_is_near() -> None:
+    assert _index().recommend("quantum chromodynamics", _unit(0, 0, 0, 0, 0, 0, 0, 1), 3).no_match
 
 
 def test_a_task_in_the_catalogs_own_words_is_never_refused() -> None:
     index, unrelated = _index(), _unit(0, 0, 0, 0, 0, 0, 0, 1)  # the model sees nothing close
-    assert not index.recommend("github issue", unrelated, 3).no_match  # both words in one tool's text
-    assert not index.recommend("create slack issue", unrelated, 3).no_match  # two of three in GitHub's
-    assert index.recommend("book a flight with the weather service", unrelated, 3).no_match  # 1 of 4 words
+    assert not index.recommend("github issue", unrelated, 3, calibration=BY_COSINE).no_match  # both in one tool
+    assert not index.recommend("create slack issue", unrelated, 3, calibration=BY_COSINE).no_match  # 2 of 3
+    assert index.recommend("book a flight with the weather service", unrelated, 3, calibration=BY_COSINE).no_match
     # Only allowed tools count: the GitHub tool, disallowed, does not keep the task.
-    assert index.recommend("github issue", unrelated, 3, np.array([True, False, True])).no_match
+    mask = np.array([True, False, True])
+    assert index.recommend("github issue", unrelated, 3, mask, calibration=BY_COSINE).no_match
 
 
 def test_a_tool_named_exactly_is_never_refused() -> None:
-    found = _index().recommend("Weather.GetForecast", _unit(0, 0, 0, 0, 0, 0, 0, 1), 1)
+    found = _index().recommend("Weather.GetForecast", _unit(0, 0, 0, 0, 0, 0, 0, 1), 1, calibration=BY_COSINE)
     assert [h.index for h in found.hits] == [2]
+
+
+def _vector(components: list[float]) -> np.ndarray:
+    vector = np.asarray(components, dtype=np.float32)
+    if float(np.linalg.norm(vector)) < 1e-3:
+        vector[0] = 1.0
+    return vector / np.linalg.norm(vector)
 
 
 @settings(max_examples=150, deadline=None)
@@ -150,20 +169,37 @@ def test_a_tool_named_exactly_is_never_refused() -> None:
     st.lists(st.floats(min_value=-1, max_value=1, allow_nan=False, width=32), min_size=8, max_size=8),
     st.lists(st.booleans(), min_size=3, max_size=3),
     st.one_of(st.sampled_from(["send a message", "weather", "open an issue", "quantum chromodynamics"]), st.text()),
-    st.floats(min_value=-0.5, max_value=1.0, allow_nan=False),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
 )
 def test_no_match_is_a_property_of_the_task_and_the_allowed_tools_never_of_top_k(
     components: list[float], allowed: list[bool], words: str, threshold: float
 ) -> None:
-    vector = np.asarray(components, dtype=np.float32)
-    if float(np.linalg.norm(vector)) < 1e-3:
-        vector[0] = 1.0
-    vector /= np.linalg.norm(vector)
-    mask = np.array(allowed)
-    answers = [_index().recommend(words, vector, k, mask, no_match_cosine=threshold) for k in range(1, 21)]
+    vector, mask = _vector(components), np.array(allowed)
+    calibration = Calibration(SHIPPED.weights, SHIPPED.bias, threshold)
+    answers = [_index().recommend(words, vector, k, mask, calibration=calibration) for k in range(1, 21)]
     assert len({a.no_match for a in answers}) == 1
     for k, answer in enumerate(answers, start=1):
         assert len(answer.hits) == (0 if answer.no_match else min(k, int(mask.sum())))
+        # A suggestion's score does not depend on how many are shown either.
+        assert [h.probability for h in answer.hits] == [h.probability for h in answers[-1].hits][:k]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.floats(min_value=-1, max_value=1, allow_nan=False, width=32), min_size=8, max_size=8),
+    st.one_of(st.sampled_from(["send a message", "weather forecast", "open an issue in slack"]), st.text()),
+)
+def test_the_score_is_a_probability_and_orders_suggestions_as_the_ranking_does(
+    components: list[float], words: str
+) -> None:
+    found = _index().recommend(
+        words, _vector(components), 3, calibration=Calibration(SHIPPED.weights, SHIPPED.bias, None)
+    )
+    scores = [h.score for h in found.hits]
+    probabilities = [h.probability for h in found.hits]
+    assert all(p is not None and 0.0 <= p <= 1.0 for p in probabilities)
+    assert scores == sorted(scores, reverse=True)
+    assert probabilities == sorted(probabilities, reverse=True)  # never rises down the list
 
 
 @settings(max_examples=40, deadline=None)
