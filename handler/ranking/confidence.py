@@ -127,7 +127,10 @@ class Calibration:
 
     def each(self, rows: Rows) -> Rows:
         """Each row's probability on its own (the first of a list is its probability as shown)."""
-        return np.asarray(1.0 / (1.0 + np.exp(-(rows @ self.weights + self.bias))), dtype=np.float64)
+        # A row-wise sum, not ``rows @ weights``: BLAS rounds a matrix product differently with the number of rows,
+        # and a suggestion's score must not depend on how many are shown.
+        logits = (rows * self.weights).sum(axis=1) + self.bias
+        return np.asarray(1.0 / (1.0 + np.exp(-logits)), dtype=np.float64)
 
     def refuses(self, best_cosine: float) -> bool:
         return self.no_match is not None and best_cosine < self.no_match
