@@ -106,13 +106,14 @@ def test_authorization_required_names_the_app(base_url: str, prepared: Prepared,
     assert len(backends.worker_calls) == before
 
 
-def test_task_with_nothing_usable_is_no_match(base_url: str, prepared: Prepared) -> None:
+def test_task_for_a_user_who_may_use_nothing_says_nothing_allowed(base_url: str, prepared: Prepared) -> None:
     async def journey(client: Any) -> dict[str, Any]:
         result = await client.call_tool("Toolrec_SelectTools", {"tasks": ["delete a user account"]})
         return structured(result)
 
-    body = run(_with_client(base_url, prepared, GATEWAY_ADMIN, USER, journey))  # alice is denied Admin.*
-    assert body["results"] == [{"task": "delete a user account", "tools": [], "empty_reason": "no_match"}]
+    # The admin gateway allows Admin.* alone and alice is denied Admin.*: not "no tool fits" but "none you may use".
+    body = run(_with_client(base_url, prepared, GATEWAY_ADMIN, USER, journey))
+    assert body["results"] == [{"task": "delete a user account", "tools": [], "empty_reason": "nothing_allowed"}]
 
 
 def test_list_apps(base_url: str, prepared: Prepared) -> None:
