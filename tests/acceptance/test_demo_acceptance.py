@@ -1,9 +1,9 @@
 """The demo acceptance set (README.md here) answered by select through the real Lambda handler, as an agent gets it.
 
-The aims are top-1 >= 80 % and top-5 >= 95 % of the possible tasks (no match applied, at the default top_k) and
+The aims are top-1 >= 80 % and top-5 >= 97 % of the possible tasks (no match applied, at the default top_k) and
 no match on >= 80 % of the impossible ones. Top-5 is held at its aim; top-1 and the impossible tasks are held at
-a little under what the shipped ranking reaches (69 of 112 and 9 of 20 on 2026-12-01, docs/quality.md), so a
-change that loses tasks fails here while those two aims are still open.
+a little under what the shipped ranking reaches (90 of 112 and 10 of 20 on 2026-12-01, docs/quality.md), so a
+change that loses tasks fails here while the impossible tasks' aim is still open.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from tests.support.serving import (
 
 TASKS = Path(__file__).with_name("demo_tasks.jsonl")
 README_TASK = "open a GitHub issue for the flaky test"
-TOP5_FLOOR = 0.95
-TOP1_FLOOR = 0.58
-IMPOSSIBLE_REFUSED_FLOOR = 0.40
+TOP5_FLOOR = 0.97
+TOP1_FLOOR = 0.78
+IMPOSSIBLE_REFUSED_FLOOR = 0.45
 
 
 def _rows() -> list[dict[str, Any]]:
