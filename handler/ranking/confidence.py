@@ -41,24 +41,24 @@ FEATURES = (
 # shipped model and ranking (docs/quality.md "Score"): refit with every model or ranking change.
 WEIGHTS = np.array(
     [
-        5.710227,  # cosine
-        -1.952163,  # below_best_cosine
-        -0.147771,  # words_held
-        1.331166,  # lexical_place
-        0.588782,  # semantic_place
-        0.660784,  # place
-        1.808828,  # fused_share
-        -0.561139,  # crowding
-        0.628799,  # query_words
-        -0.377625,  # query_parts
-        -0.296924,  # allowed_tools
-        0.418109,  # place_x_parts
-        -0.248069,  # place_x_words
+        5.660245,  # cosine
+        -2.299009,  # below_best_cosine
+        -0.135803,  # words_held
+        1.259068,  # lexical_place
+        0.411332,  # semantic_place
+        0.840444,  # place
+        1.823447,  # fused_share
+        -0.617521,  # crowding
+        0.636501,  # query_words
+        -0.394556,  # query_parts
+        -0.299374,  # allowed_tools
+        0.475957,  # place_x_parts
+        -0.269563,  # place_x_words
     ],
     dtype=np.float64,
 )
-BIAS = -5.426437
-NO_MATCH_COSINE = 0.2645  # the best allowed cosine below which a task gets no tool (no_match.py)
+BIAS = -5.267181
+NO_MATCH_COSINE = 0.2510  # the best allowed cosine below which a task gets no tool (no_match.py)
 CROWD_COSINE = 0.05  # tools this close below the best cosine compete with it
 
 

@@ -6,7 +6,7 @@ C@5 >= 92 % of the one-action tasks (no match applied, top_k 5), C@10 >= 60 % of
 tool of the right app but the wrong action on <= 8 % of the one-action tasks, impossible tasks refused >= 60 %, and
 a task's first tool unchanged when its values are swapped for others (either of two swaps changes it on <= 3 % of
 the tasks with values). Each test holds what the shipped ranking reaches (2026-12-01, docs/quality.md: top-1 71.2,
-C@5 93.0, multi-step C@10 71.4, wrong action 18.4 %, values swapped 24.0 %) a little under or over, so a change
+C@5 93.0, multi-step C@10 71.4, wrong action 18.4 %, values swapped 23.8 %) a little under or over, so a change
 that loses tasks fails here while an aim is still open. The no match refuses none of the impossible tasks (a
 catalog of a thousand tools always holds one near enough): what holds them apart is their score.
 """
