@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from build_index.catalog_io import MAX_REPORTED
+from build_index.ingest.catalog_files import MAX_REPORTED
 from handler.catalog.json_limits import catalog_schema_problems
 from handler.catalog.names import DEFAULT_NAMESPACE, describe_collisions, describe_reserved
 from handler.catalog.tool import Tool

@@ -13,7 +13,7 @@ from typing import Any
 from build_index.cli_options import embedder_for, model_dir_option
 from build_index.ops.commands import add_ops_commands
 from build_index.quality.commands import add_quality_commands
-from build_index.refresh_cli import HEADER_HELP, add_refresh_parser
+from build_index.refresh.cli import HEADER_HELP, add_refresh_parser
 from handler.errors import CatalogError, ToolrecError
 from handler.inference.model_files import default_model_dir
 
@@ -57,7 +57,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     embedder = embedder_for(args)
     namespace = configured_namespace(os.environ)
     if args.from_index:
-        from build_index.usage import published_build
+        from build_index.usage.fold import published_build
 
         if args.catalog or args.from_mcp:
             raise CatalogError("--from-index rebuilds that index's own tools: give it without --catalog/--from-mcp")
@@ -73,7 +73,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             namespace=namespace,
         )
     if args.usage:
-        from build_index.usage import with_usage
+        from build_index.usage.fold import with_usage
 
         def embed(texts: Sequence[str]) -> Any:
             return embed_texts(texts, embedder, not args.quiet, model_dir, default_workers(), "past tasks")
@@ -91,11 +91,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _catalog_tools(args: argparse.Namespace, namespace: str) -> list[Any]:
-    from build_index.catalog_io import read_catalogs
+    from build_index.ingest.catalog_files import read_catalogs
 
     tools = read_catalogs(args.catalog) if args.catalog else []
     if args.from_mcp:
-        from build_index.mcp_ingest import merge, tools_from_mcp
+        from build_index.ingest.mcp_tools import merge, tools_from_mcp
 
         ingested = tools_from_mcp(args.from_mcp, args.mcp_app, args.catalog_out, args.header, namespace)
         tools = merge(tools, ingested)
@@ -105,8 +105,8 @@ def _catalog_tools(args: argparse.Namespace, namespace: str) -> list[Any]:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from build_index.catalog_io import read_catalogs
-    from build_index.lint import lint_tools
+    from build_index.ingest.catalog_files import read_catalogs
+    from build_index.ingest.lint import lint_tools
 
     tools = read_catalogs(args.catalog)
     report = lint_tools(tools, embedder_for(args).embed, args.duplicate_threshold)

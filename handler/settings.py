@@ -67,7 +67,7 @@ class Settings(BaseSettings):
 
 class RefreshSettings(BaseSettings):
     """The scheduled refresh function's configuration (template.yaml ``RefreshFunction``,
-    build_index/refresh_entry.py): which index to refresh from which upstream MCP servers."""
+    build_index/refresh/lambda_entry.py): which index to refresh from which upstream MCP servers."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 

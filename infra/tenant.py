@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from build_index.upstream_headers import Upstream, upstreams_from
+from build_index.ingest.upstream_headers import Upstream, upstreams_from
 from handler.errors import CatalogError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from typing import Any
 from build_index.bench.catalog import grow_catalog
 from build_index.build import default_workers, embed_texts
 from build_index.publish import publish
-from build_index.usage import ExecutionGroup, UsageLog, fold_usage
+from build_index.usage.fold import ExecutionGroup, UsageLog, fold_usage
 from handler.index.format import BUILDS, LATEST, USAGE_ARRAYS
 from handler.index.load import load_build, rebuild_of
 from handler.index.store import LocalIndexStore

@@ -32,7 +32,7 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from build_index.ops.policy_checks import default_policy_file
     from build_index.ops.stats import recommendation_stats, stats_report
-    from build_index.query_log import local_query_log_records, query_log_records
+    from build_index.usage.query_log import local_query_log_records, query_log_records
 
     if args.table:
         records = query_log_records(args.table, args.region)

@@ -78,7 +78,7 @@ def ensure_demo_index(index_dir: Path, embedder: Embedder, announce: Announce = 
     if existing == embedder.fingerprint:
         return False
     from build_index.build import index_tools
-    from build_index.catalog_io import read_catalogs
+    from build_index.ingest.catalog_files import read_catalogs
     from build_index.model_prepare import MODEL_ID
     from build_index.publish import publish
 

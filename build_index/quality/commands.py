@@ -42,7 +42,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     usage = None
     if args.usage_from is not None:
-        from build_index.usage import groups_from_benchmark
+        from build_index.usage.fold import groups_from_benchmark
 
         usage = groups_from_benchmark(args.usage_from)
     result = evaluate(args.bench_dir, embedder_for(args), MODEL_ID, usage=usage, **options)

@@ -21,7 +21,7 @@ from build_index.publish import publish
 from build_index.quality.metrics import completeness, ndcg, recall
 from build_index.quality.reference_bm25 import ReferenceBM25, reference_text
 from build_index.quality.training_split import TRAINING_SETS, unseen_by_model
-from build_index.usage import UsageLog, fold_usage
+from build_index.usage.fold import UsageLog, fold_usage
 from handler.catalog.names import name_key
 from handler.catalog.tool import _VERSION_SUFFIX, Tool
 from handler.index.load import Index, load_build, rebuild_of
@@ -164,7 +164,8 @@ def _usage_digest(usage: UsageLog, cold_build: str) -> str:
     digest = hashlib.sha256(cold_build.encode())
     for group in usage.groups:
         digest.update(json.dumps([group.task, group.tools]).encode())
-    digest.update(Path(__file__).parents[1].joinpath("usage.py").read_bytes())  # the folding decides what is indexed
+    fold = Path(__file__).parents[1] / "usage" / "fold.py"
+    digest.update(fold.read_bytes())  # the folding decides what is indexed
     return digest.hexdigest()[:16]
 
 

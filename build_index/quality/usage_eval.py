@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from build_index.quality.evaluate import Query, benchmark_queries, evaluate, format_report, gap_closed
-from build_index.usage import ExecutionGroup, UsageLog
+from build_index.usage.fold import ExecutionGroup, UsageLog
 from handler.ranking.query import Embedder
 
 

@@ -38,8 +38,8 @@ def name_key(name: str) -> str:
 
 def lookalike_key(name: str) -> str:
     """Names a person or an agent reads as one: the same but for case, ``_`` and ``-`` (``Garage.CloseDoor``,
-    ``Garage.Close_Door``). A catalog file may not hold two (build_index/catalog_io.py); the resolver (name_key)
-    still tells them apart, so an index that holds both keeps serving."""
+    ``Garage.Close_Door``). A catalog file may not hold two (build_index/ingest/catalog_files.py); the resolver
+    (name_key) still tells them apart, so an index that holds both keeps serving."""
     return name.strip().casefold().replace("_", "").replace("-", "")
 
 

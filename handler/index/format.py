@@ -42,7 +42,7 @@ TOOL_KEYS = "tool_keys.json"
 TOOLS_V1 = "tools.json"  # schema 1: one JSON list of every record
 VOCABULARY = "bm25_vocabulary.json"
 ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weights")
-# Only in a build with usage evidence (build_index/usage.py); a build without it is exactly what it was before.
+# Only in a build with usage evidence (build_index/usage/fold.py); a build without it is exactly what it was before.
 USAGE_ARRAYS = ("usage_vectors", "usage_scales", "usage_tools", "co_usage_indptr", "co_usage_tools", "co_usage_shares")
 
 
@@ -73,7 +73,7 @@ class UsageSummary(BaseModel):
     past_task_rows: int
     tools_with_usage: int
     ignored: dict[str, int]  # weaker evidence, by kind: counted, never used
-    evidence_sha256: str  # of what was folded (build_index/usage.py), so a refresh can tell whether it changed
+    evidence_sha256: str  # of what was folded (build_index/usage/fold.py), so a refresh can tell whether it changed
 
 
 class Manifest(BaseModel):

@@ -1,6 +1,6 @@
 """What a tenant's agents ran before, as ranking evidence (PRODUCT.md §6). Pure: arrays in, scores out.
 
-Two signals, both precomputed by the build from successful executions linked to a select (build_index/usage.py):
+Two signals, both precomputed by the build from successful executions linked to a select (build_index/usage/fold.py):
 - past tasks: for each tool, the mean embedding of the distinct tasks it ran for (as Tool2Vec, arXiv 2409.02141,
   represents a tool by the requests that used it): the words users really write, which a tool's first description
   line often lacks. A tool's semantic score becomes the better of its text's cosine and a share of its past

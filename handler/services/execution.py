@@ -141,7 +141,7 @@ class ExecutionService:
         record = ExecutionRecord(
             tool_name=tool_name,
             user_id=caller.user_id,
-            key_id=caller.principal.key_id,  # learning from use counts evidence per key (build_index/usage.py)
+            key_id=caller.principal.key_id,  # learning from use counts evidence per key (build_index/usage/fold.py)
             at=datetime.fromtimestamp(self._clock(), UTC),
             outcome=outcome,
         )

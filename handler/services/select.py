@@ -151,7 +151,7 @@ class ToolFinder:
         record = QueryRecord(
             query_id=selection.query_id,
             user_id=caller.user_id,
-            key_id=caller.principal.key_id,  # learning from use counts evidence per key (build_index/usage.py)
+            key_id=caller.principal.key_id,  # learning from use counts evidence per key (build_index/usage/fold.py)
             gateway_id=caller.gateway_id,
             tasks=tuple(r.task for r in selection.results),
             recommended=tuple(tuple(t.name for t in r.tools) for r in selection.results),

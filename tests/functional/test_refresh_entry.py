@@ -1,4 +1,4 @@
-"""The scheduled refresh function (``build_index.refresh_entry.handler``), cold-started from the environment the
+"""The scheduled refresh function (``build_index.refresh.lambda_entry.handler``), cold-started from the environment the
 template gives it and invoked as its EventBridge schedule does: S3 and Secrets Manager on moto, a real upstream
 MCP server behind a bearer token on loopback."""
 
@@ -16,7 +16,7 @@ from moto import mock_aws
 from pydantic import ValidationError
 
 from build_index.build import index_tools
-from build_index.mcp_ingest import ingest
+from build_index.ingest.mcp_tools import ingest
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.errors import CatalogError
@@ -43,8 +43,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def cold_start(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]):  # type: ignore[no-untyped-def]
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.delitem(sys.modules, "build_index.refresh_entry", raising=False)
-    return importlib.import_module("build_index.refresh_entry")
+    monkeypatch.delitem(sys.modules, "build_index.refresh.lambda_entry", raising=False)
+    return importlib.import_module("build_index.refresh.lambda_entry")
 
 
 def test_a_scheduled_run_publishes_only_after_the_upstream_changed(

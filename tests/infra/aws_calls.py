@@ -17,11 +17,11 @@ import boto3
 from moto import mock_aws
 
 from build_index.build import index_tools
-from build_index.catalog_io import read_catalogs
+from build_index.ingest.catalog_files import read_catalogs
+from build_index.ingest.upstream_headers import parse_upstreams, secrets_manager_reader
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from build_index.refresh import refresh
-from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
+from build_index.refresh.run import refresh
 from handler.catalog.tool import Tool
 from handler.errors import ExecutionError
 from handler.execute.base import ToolCall

@@ -43,7 +43,7 @@ NOT_IN_PACKAGE = ["torch", "pytest", "moto", "uvicorn", "tests", "onnx", "hypoth
 REFRESH_PROBE = """
 import json, sys, sysconfig
 sys.path.insert(0, sys.argv[1])
-import build_index.refresh, build_index.upstream_headers, build_index.model_prepare
+import build_index.refresh.run, build_index.ingest.upstream_headers, build_index.model_prepare
 files = [m.__file__ for m in list(sys.modules.values()) if getattr(m, "__file__", None)]
 print(json.dumps([f for f in files if not f.startswith((sys.argv[1], sysconfig.get_paths()["stdlib"]))]))
 """

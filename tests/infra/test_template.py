@@ -19,7 +19,7 @@ import pytest
 from mangum import Mangum
 from moto import mock_aws
 
-from build_index.upstream_headers import parse_upstreams
+from build_index.ingest.upstream_headers import parse_upstreams
 from handler.composition import build_app
 from handler.inference.embedder import OnnxEmbedder
 from handler.policy.dynamodb_schema import table_definitions
@@ -218,8 +218,9 @@ def test_refresh_function_environment_is_a_valid_configuration(
     assert settings.index_location == resolve(environment(translated)[f"{ENV_PREFIX}INDEX_LOCATION"])
     assert parse_upstreams(settings.refresh_upstreams)[0].app == "Crm"
     assert str(settings.model_dir) == "/var/task/model"
-    assert function(translated, "RefreshFunction")["Properties"]["Handler"] == "build_index.refresh_entry.handler"
-    assert "SnapStart" not in function(translated, "RefreshFunction")["Properties"]
+    props = function(translated, "RefreshFunction")["Properties"]
+    assert props["Handler"] == "build_index.refresh.lambda_entry.handler"
+    assert "SnapStart" not in props
 
 
 def test_refresh_runs_on_the_schedule(translated: dict[str, Any]) -> None:

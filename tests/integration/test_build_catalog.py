@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from build_index.catalog_io import read_catalogs
 from build_index.cli import main
+from build_index.ingest.catalog_files import read_catalogs
 from handler.errors import CatalogError
 
 GOOD = {

@@ -12,7 +12,7 @@ from build_index import cli
 from build_index.model_prepare import MODEL_ID
 from build_index.quality.evaluate import evaluate
 from build_index.quality.usage_eval import evaluate_usage_split, in_history
-from build_index.usage import groups_from_benchmark
+from build_index.usage.fold import groups_from_benchmark
 from handler.inference.embedder import OnnxEmbedder
 from handler.ranking.retriever import Method
 from tests.support.serving import demo_tools

@@ -18,7 +18,7 @@ from build_index.build import embed_texts
 from build_index.cli import main as toolrec
 from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.publish import publish
-from build_index.usage import ExecutionGroup, UsageLog, fold_usage
+from build_index.usage.fold import ExecutionGroup, UsageLog, fold_usage
 from handler.composition import build_app
 from handler.errors import IntegrityError
 from handler.index.holder import IndexHolder
@@ -176,7 +176,7 @@ def test_a_burst_from_one_gateway_key_never_changes_another_callers_first_answer
 
 def _log_with_one_execution(policy_dir: Path, expires_at: int) -> Path:
     """The local file store's query log after one select and one successful execution linked to it, through each
-    of three API keys (the query log's evidence needs that many: build_index/usage.py KEYS_PER_EVIDENCE)."""
+    of three API keys (the query log's evidence needs that many: build_index/usage/fold.py KEYS_PER_EVIDENCE)."""
     policy = policy_dir / "policy.json"
     write_document(policy, demo_policy())
     store = FilePolicyStore(policy)

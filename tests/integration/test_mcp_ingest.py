@@ -11,7 +11,7 @@ import mcp_types as types
 import pytest
 
 from build_index import cli
-from build_index.mcp_ingest import app_name, catalog_entries, tool_part, tool_parts
+from build_index.ingest.mcp_tools import app_name, catalog_entries, tool_part, tool_parts
 from handler.catalog.names import describe_collisions
 from handler.catalog.tool import APP_TOOL_NAME
 from handler.execute.base import Dispatcher, ToolCall

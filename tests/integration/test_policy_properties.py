@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from build_index.build import embed_texts, index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from build_index.usage import ExecutionGroup, UsageLog, fold_usage
+from build_index.usage.fold import ExecutionGroup, UsageLog, fold_usage
 from handler.index.holder import IndexHolder
 from handler.index.store import LocalIndexStore
 from handler.inference.embedder import OnnxEmbedder

@@ -107,7 +107,7 @@ def test_query_log_links_executions(store: Any) -> None:
     assert record is not None
     assert record.recommended == (("Slack.SendMessage",), ())
     assert [e.tool_name for e in record.executions] == ["Slack.SendMessage"]
-    # The key that asked and the key that ran: learning from use counts evidence per key (build_index/usage.py).
+    # The key that asked and the key that ran: learning from use counts evidence per key (build_index/usage/fold.py).
     assert record.key_id == "k1" and [e.key_id for e in record.executions] == ["k1"]
     assert store.get_query("unknown") is None
 

@@ -16,11 +16,11 @@ from moto import mock_aws
 
 from build_index import cli
 from build_index.build import index_tools
-from build_index.mcp_ingest import ingest
+from build_index.ingest.mcp_tools import ingest
+from build_index.ingest.upstream_headers import Upstream, parse_upstreams, secrets_manager_reader
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
-from build_index.refresh import moved_names, refresh
-from build_index.upstream_headers import Upstream, parse_upstreams, secrets_manager_reader
+from build_index.refresh.run import moved_names, refresh
 from handler.catalog.tool import Executor, Tool
 from handler.composition import build_app
 from handler.errors import CatalogError, IndexNotPublishedError
@@ -151,7 +151,7 @@ def test_a_name_keeps_its_upstream_tool_across_refreshes(
 
 
 def test_the_refresh_backstop_finds_a_name_given_to_another_tool() -> None:
-    """What a refresh refuses to publish (build_index/refresh.py moved_names), whatever named the new tools."""
+    """What a refresh refuses to publish (build_index/refresh/run.py moved_names), whatever named the new tools."""
     upstream = "http://127.0.0.1:9/mcp"
     was = STATIC.model_copy(
         update={"name": "Db.drop_table", "executor": Executor(kind="mcp", target=upstream, tool="drop-table")}

@@ -12,7 +12,7 @@ from build_index import cli
 from build_index.drift import IndexEndpoint, read_queries, record, write_golden
 from build_index.model_prepare import MODEL_ID
 from build_index.ops.serve import DEMO_DIR, demo_policy
-from build_index.refresh import DriftError, refresh
+from build_index.refresh.run import DriftError, refresh
 from handler.index.format import LATEST
 from handler.index.store import LocalIndexStore, load_latest
 from handler.policy.file_store import FilePolicyStore, write_document
@@ -31,7 +31,7 @@ def index_dir(tmp_path: Path) -> Path:
 
 def log_execution(store: FilePolicyStore, query_id: str, task: str, tool: str, expires_at: int) -> None:
     """The task run with the tool through three API keys: the query log's evidence needs that many
-    (build_index/usage.py KEYS_PER_EVIDENCE), so this is three execution groups."""
+    (build_index/usage/fold.py KEYS_PER_EVIDENCE), so this is three execution groups."""
     now = datetime.now(UTC)
     for key in ("k1", "k2", "k3"):
         record_ = QueryRecord(

@@ -6,7 +6,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from build_index.upstream_headers import parse_header, parse_headers, resolve_headers, secrets_manager_reader
+from build_index.ingest.upstream_headers import parse_header, parse_headers, resolve_headers, secrets_manager_reader
 from handler.errors import CatalogError
 
 REGION = "eu-west-1"

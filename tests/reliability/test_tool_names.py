@@ -26,9 +26,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from build_index.build import index_tools
-from build_index.catalog_io import read_catalogs
 from build_index.cli import main
-from build_index.mcp_ingest import catalog_entries, merge
+from build_index.ingest.catalog_files import read_catalogs
+from build_index.ingest.mcp_tools import catalog_entries, merge
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.catalog.tool import Executor, Tool

@@ -15,7 +15,7 @@ import numpy as np
 
 from build_index.bench.events import load_event
 from build_index.build import index_tools
-from build_index.catalog_io import read_catalogs
+from build_index.ingest.catalog_files import read_catalogs
 from build_index.model_prepare import MODEL_ID
 from build_index.ops.serve import DEMO_DIR, demo_policy
 from build_index.publish import publish

@@ -26,10 +26,8 @@ HANDLER_LAYERS = [
     {"handler.app", "handler.composition", "handler.snapstart", "handler.lambda_entry"},
 ]
 BUILD_LAYERS = [
-    {"build_index", "build_index.build", "build_index.catalog_io", "build_index.lint", "build_index.mcp_ingest",
-     "build_index.model_prepare", "build_index.publish", "build_index.query_log", "build_index.upstream_headers",
-     "build_index.usage", "build_index.drift", "build_index.refresh", "build_index.refresh_cli",
-     "build_index.refresh_entry", "build_index.cli_options"},
+    {"build_index", "build_index.build", "build_index.ingest", "build_index.model_prepare", "build_index.publish",
+     "build_index.usage", "build_index.drift", "build_index.refresh", "build_index.cli_options"},
     {"build_index.quality", "build_index.ops"},
     {"build_index.bench"},
     {"build_index.cli"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from build_index.lint import first_line_problem, lint_tools, near_duplicates
+from build_index.ingest.lint import first_line_problem, lint_tools, near_duplicates
 from handler.catalog.names import listed_name
 from handler.catalog.tool import Tool
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from build_index.usage import (
+from build_index.usage.fold import (
     KEYS_PER_EVIDENCE,
     TASKS_PER_KEY_PER_TOOL,
     TASKS_PER_TOOL,

@@ -1,4 +1,4 @@
-"""``toolrec refresh``'s arguments and run (build_index/refresh.py does the work). Light at import: the CLI builds
+"""``toolrec refresh``'s arguments and run (build_index/refresh/run.py does the work). Light at import: the CLI builds
 every parser on each start, and the build stack is imported only when the command runs."""
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def add_refresh_parser(commands: Any) -> None:
 
 def run_refresh(args: argparse.Namespace) -> int:
     from build_index.drift import load_golden
+    from build_index.ingest.upstream_headers import parse_headers, parse_upstreams, upstreams_from
     from build_index.model_prepare import MODEL_ID
-    from build_index.refresh import refresh
-    from build_index.upstream_headers import parse_headers, parse_upstreams, upstreams_from
+    from build_index.refresh.run import refresh
     from handler.errors import CatalogError
     from handler.inference.embedder import OnnxEmbedder
     from handler.inference.model_files import default_model_dir

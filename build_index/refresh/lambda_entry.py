@@ -1,10 +1,10 @@
-"""The scheduled refresh function's entry point: ``build_index.refresh_entry.handler`` (template.yaml
+"""The scheduled refresh function's entry point: ``build_index.refresh.lambda_entry.handler`` (template.yaml
 ``RefreshFunction``, invoked by its EventBridge schedule).
 
 At module scope, once per cold start: the settings and the upstream list are validated (a bad list fails the init,
 not a run at 3 a.m.), the model is verified and loaded, the AWS clients are made. Each invocation re-reads the
 tenant's upstream servers and its query log (when it learns from use) and publishes a new build only when their
-tools or its usage evidence changed, after the tenant's drift golden passed on it (build_index/refresh.py); a
+tools or its usage evidence changed, after the tenant's drift golden passed on it (build_index/refresh/run.py); a
 failure (an upstream down or refusing its token) raises, so the run counts as an error and the schedule retries.
 The serving function picks a new build up on its LATEST check, as after a deploy.
 """
@@ -16,9 +16,9 @@ import os
 from typing import Any
 
 from build_index.drift import load_golden
+from build_index.ingest.upstream_headers import parse_upstreams, secrets_manager_reader
 from build_index.model_prepare import MODEL_ID
-from build_index.refresh import refresh
-from build_index.upstream_headers import parse_upstreams, secrets_manager_reader
+from build_index.refresh.run import refresh
 from handler import observability
 from handler.aws import aws_client
 from handler.inference.embedder import OnnxEmbedder

@@ -8,7 +8,7 @@ move one is refused). The new tool set's ``catalog_digest`` is compared with the
 manifest records, and what the query log would fold (``usage.evidence_digest``) with the manifest's; both equal,
 and built with the model this toolrec runs, nothing is built or published. Unchanged tools keep their vectors.
 A golden (build_index/drift.py) is checked on the new build before LATEST moves.
-The same function runs locally (``toolrec refresh``) and on the schedule (build_index/refresh_entry.py).
+The same function runs locally (``toolrec refresh``) and on the schedule (build_index/refresh/lambda_entry.py).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from typing import Any
 
 from build_index.build import embed_texts, index_tools
 from build_index.drift import Golden, IndexEndpoint, check
-from build_index.mcp_ingest import Precedent, ingest, merge
+from build_index.ingest.mcp_tools import Precedent, ingest, merge
+from build_index.ingest.upstream_headers import SecretReader, Upstream, resolve_headers
 from build_index.publish import publish
-from build_index.upstream_headers import SecretReader, Upstream, resolve_headers
-from build_index.usage import evidence_digest, fold_usage, read_usage
+from build_index.usage.fold import evidence_digest, fold_usage, read_usage
 from handler.catalog.names import DEFAULT_NAMESPACE, name_key
 from handler.catalog.tool import Tool
 from handler.errors import CatalogError, ToolrecError

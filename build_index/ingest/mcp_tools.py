@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from build_index.upstream_headers import parse_headers, resolve_headers
+from build_index.ingest.upstream_headers import parse_headers, resolve_headers
 from handler.catalog.json_limits import catalog_schema_problems
 from handler.catalog.names import (
     DEFAULT_NAMESPACE,

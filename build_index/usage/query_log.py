@@ -1,5 +1,5 @@
 """The query log as records: a deployment's DynamoDB table, or the file ``toolrec serve`` appends to beside its local
-policy file. Read by ``toolrec stats`` and by the build's usage fold (build_index/usage.py), never written here.
+policy file. Read by ``toolrec stats`` and by the build's usage fold (build_index/usage/fold.py), never written here.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Beyond the Tool model, a catalog file's row is refused when (issue 26 item 4):
 - its name means, or reads as, an earlier row's: the same but for case and ``.``/``_`` (one name to every caller,
   names.name_key), or but for case, ``_`` and ``-`` (``Garage.CloseDoor`` beside ``Garage.Close_Door``: one name to
   a person or an agent choosing, names.lookalike_key).
-A catalog file is the operator's to fix; an upstream MCP server's tools (mcp_ingest.py) are named and described by
+A catalog file is the operator's to fix; an upstream MCP server's tools (ingest/mcp_tools.py) are named and described by
 their server, so only what would break serving is refused there.
 """
 

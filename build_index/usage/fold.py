@@ -115,7 +115,7 @@ def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog
     """``dynamodb:TABLE`` (a deployment's query log), a local query log (``*.queries.jsonl``, what ``toolrec
     serve`` writes beside its policy file) or a benchmark-format JSONL file."""
     if source.startswith("dynamodb:"):
-        from build_index.query_log import query_log_records
+        from build_index.usage.query_log import query_log_records
 
         return groups_from_queries(query_log_records(source.removeprefix("dynamodb:"), None, dynamodb_client), now)
     path = Path(source)
