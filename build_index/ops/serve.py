@@ -165,7 +165,10 @@ class PortTakenError(ToolrecError):
 
 def listen(host: str, port: int) -> socket.socket:
     """A socket listening on host:port, or PortTakenError saying how to pick another."""
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio turns Nagle off only on sockets that say they are TCP, and without it
+    # every answer waited ~40 ms for the client's delayed ACK (toolrec bench: one-action select 3.2 -> 48 ms).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a restart need not wait out TIME_WAIT
     try:
         listener.bind((host, port))

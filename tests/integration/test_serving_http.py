@@ -4,6 +4,7 @@ test_readme_as_written.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from build_index.ops.loopback import serve_subprocess, stop
+from build_index.ops.serve import listen
 from tests.conftest import REPO_ROOT
 
 TOOLREC = str(Path(sys.executable).parent / "toolrec")
@@ -86,6 +88,33 @@ def test_a_taken_port_is_said_first_with_how_to_pick_another(tmp_path: Path) -> 
     assert f"127.0.0.1:{port} is already in use" in said and "make serve PORT=" in said, said
     assert "toolrec on" not in said and "Traceback" not in said and "Errno" not in said, said
     assert not (tmp_path / ".toolrec").exists()  # nothing built or written before it was said
+
+
+def test_serves_each_connection_with_nagle_off() -> None:
+    """The socket serve listens on is the one uvicorn accepts on (loop.create_server(sock=...)): asyncio turns Nagle
+    off only for a socket that says it is TCP, and with it on every answer waited ~40 ms for the client's delayed
+    ACK (toolrec bench over HTTP: one-action select 3.2 -> 48 ms)."""
+    listener = listen("127.0.0.1", 0)
+
+    async def nodelay_of_an_accepted_connection() -> int:
+        loop = asyncio.get_running_loop()
+        accepted: asyncio.Future[asyncio.BaseTransport] = loop.create_future()
+
+        class Accepting(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                accepted.set_result(transport)
+
+        server = await loop.create_server(Accepting, sock=listener)
+        _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        transport = await asyncio.wait_for(accepted, timeout=10)
+        nodelay = int(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+        transport.close()
+        server.close()
+        await server.wait_closed()
+        return nodelay
+
+    assert asyncio.run(nodelay_of_an_accepted_connection()) == 1
 
 
 def test_make_serve_takes_port_and_host() -> None:
