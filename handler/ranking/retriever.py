@@ -131,7 +131,6 @@ class RankingIndex:
         lexical = self.lexical_query(query)  # analyzed once, read twice
         words = self.bm25.score_weighted(lexical.weights)
         held = self.bm25.terms_held(lexical.terms)
-        share = (held / max(len(lexical.terms), 1)).astype(np.float32)
         scores, cosines = self._scores(words, held, len(lexical.terms), query_vector, allowed, method)
         usable = allowed & (scores > 0) if method is Method.BM25 else allowed
         scores = np.where(usable, scores, -np.inf).astype(np.float32)
@@ -148,6 +147,7 @@ class RankingIndex:
         # assigned to me"): a match even where the model's cosine is low for it. One shared word is not.
         named = exact is not None or (bool(lexical.terms) and int(held[allowed].max()) * 2 >= len(lexical.terms))
         parts = 0 if query_vector is None or query_vector.ndim == 1 else len(query_vector) - 1
+        share = (held / max(len(lexical.terms), 1)).astype(np.float32)
         signals = Signals(words, cosines, scores, share, len(lexical.terms), parts, allowed)
         return Ranked(chosen, scores, cosines, float(cosines[allowed].max()), named, features(signals, chosen))
 
