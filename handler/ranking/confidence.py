@@ -14,13 +14,12 @@ does (docs/quality.md "No match"), since a right tool lower in the list keeps a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from handler.ranking.arrays import BoolArray, FloatArray
+from handler.ranking.arrays import FloatArray
 
 FEATURES = (
     "cosine",
@@ -64,49 +63,44 @@ CROWD_COSINE = 0.05  # tools this close below the best cosine compete with it
 
 @dataclass(frozen=True)
 class Signals:
-    """One task's ranking evidence over every tool (disallowed tools included: ``allowed`` masks them)."""
+    """What the score reads of one task's chosen tools (best first) and of the allowed tools around them."""
 
-    lexical: FloatArray  # BM25
-    semantic: FloatArray  # cosines (a tool's best with the task or any of its parts)
-    fused: FloatArray
-    words_held: FloatArray  # share of the task's own terms each tool holds, in [0, 1]
+    cosine: FloatArray  # each chosen tool's cosine (its best with the task or any of its parts)
+    best_cosine: float  # the best of any allowed tool
+    words_held: FloatArray  # share of the task's own terms each chosen tool holds, in [0, 1]
+    lexical_place: npt.NDArray[np.float64]  # allowed tools sharing a word that score higher by BM25; -1: shares none
+    semantic_place: npt.NDArray[np.float64]  # allowed tools with a higher cosine
+    fused: FloatArray  # each chosen tool's ranking score
+    crowding: int  # allowed tools within CROWD_COSINE below the best cosine
     query_words: int
     query_parts: int
-    allowed: BoolArray
+    allowed_tools: int
 
 
 Rows = npt.NDArray[np.float64]
 
 
-def _places(scores: FloatArray, eligible: BoolArray, chosen: Sequence[int]) -> Rows:
-    """How many eligible tools score strictly above each chosen one."""
-    pool = scores[eligible]
-    return np.array([(pool > scores[i]).sum() for i in chosen], dtype=np.float64)
-
-
-def features(signals: Signals, chosen: Sequence[int]) -> Rows:
+def features(signals: Signals) -> Rows:
     """One row per chosen tool (best first), in FEATURES order."""
-    allowed = signals.allowed
-    cosine = signals.semantic[chosen].astype(np.float64)
-    best = float(signals.semantic[allowed].max())
-    lexical_place = _places(signals.lexical, allowed & (signals.lexical > 0), chosen)
-    matched = signals.lexical[chosen] > 0
-    place = np.arange(len(chosen), dtype=np.float64)
-    top = float(signals.fused[chosen[0]])
+    count = len(signals.cosine)
+    cosine = signals.cosine.astype(np.float64)
+    place = np.arange(count, dtype=np.float64)
+    top = float(signals.fused[0]) if count else 0.0
     words = np.log1p(signals.query_words)
     parts = np.log1p(signals.query_parts)
+    matched = signals.lexical_place >= 0
     columns = (
         cosine,
-        best - cosine,
-        signals.words_held[chosen].astype(np.float64),
-        np.where(matched, 1.0 / (1.0 + lexical_place), 0.0),
-        1.0 / (1.0 + _places(signals.semantic, allowed, chosen)),
+        signals.best_cosine - cosine,
+        signals.words_held.astype(np.float64),
+        np.where(matched, 1.0 / (1.0 + np.where(matched, signals.lexical_place, 0.0)), 0.0),
+        1.0 / (1.0 + signals.semantic_place),
         1.0 / (1.0 + place),
-        signals.fused[chosen] / top if top > 0 else np.ones(len(chosen)),
-        np.full(len(chosen), np.log1p(int((signals.semantic[allowed] >= best - CROWD_COSINE).sum()))),
-        np.full(len(chosen), words),
-        np.full(len(chosen), parts),
-        np.full(len(chosen), np.log(int(allowed.sum()))),
+        signals.fused / top if top > 0 else np.ones(count),
+        np.full(count, np.log1p(signals.crowding)),
+        np.full(count, words),
+        np.full(count, parts),
+        np.full(count, np.log(signals.allowed_tools)),
         parts / (1.0 + place),
         words / (1.0 + place),
     )

@@ -10,9 +10,13 @@ catalog order. Chosen leave-one-set-out; measured: docs/quality.md, "How we got 
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
-from handler.ranking.arrays import BoolArray, FloatArray, IntArray
+from handler.ranking.arrays import BoolArray, FloatArray, IndexArray, IntArray
+from handler.ranking.topk import at_least
 
 RANK_CONSTANT = 5
 STANDOUT_WEIGHT = 0.01  # one standard deviation is worth about a quarter of the gap between ranks 1 and 2
@@ -23,6 +27,36 @@ EVIDENCE_WORDS = 6
 MIN_LEXICAL_WEIGHT = 0.25
 
 
+@dataclass(frozen=True)
+class Votes:
+    """One signal's votes: ``pool`` holds the positions (ascending) of every eligible score at or above a threshold
+    the best ``depth`` reach, so their ranks among the pool are their ranks among every eligible tool."""
+
+    pool: IndexArray
+    pool_scores: FloatArray
+    ranks: IndexArray  # of each pool member: how many eligible tools score strictly higher
+    votes: FloatArray  # of each pool member: 1 / (RANK_CONSTANT + 1 + rank) below ``depth``, else 0
+
+    @property
+    def voters(self) -> IndexArray:
+        return self.pool[self.votes > 0]
+
+    @property
+    def floor(self) -> float:
+        """The least score that votes (-inf when none does): every eligible tool without a vote scores below it."""
+        return float(self.pool_scores[self.votes > 0].min(initial=np.inf)) if self.pool.size else -np.inf
+
+
+def top_votes(scores: FloatArray, depth: int = DEPTH) -> Votes:
+    """The votes of the finite scores (-inf: not eligible), found without sorting them all (topk.at_least)."""
+    pool = at_least(scores, depth)
+    pool_scores = scores[pool]
+    descending = np.sort(pool_scores)[::-1]
+    ranks = np.searchsorted(-descending, -pool_scores, side="left")  # tools scoring strictly higher
+    votes = np.where(ranks < depth, 1.0 / (RANK_CONSTANT + 1 + ranks), 0.0).astype(np.float32)
+    return Votes(pool, pool_scores, ranks, votes)
+
+
 def rank_votes(scores: FloatArray, eligible: BoolArray, depth: int = DEPTH) -> FloatArray:
     """1 / (RANK_CONSTANT + rank) for the eligible tools ranked above ``depth``, 0 for the others.
 
@@ -30,43 +64,42 @@ def rank_votes(scores: FloatArray, eligible: BoolArray, depth: int = DEPTH) -> F
     votes never depend on the catalog's order.
     """
     votes = np.zeros(len(scores), dtype=np.float32)
-    count = int(eligible.sum())
-    if not count:
+    if not eligible.any():
         return votes
-    masked = np.where(eligible, scores, -np.inf)
-    if count > depth:
-        kth = masked[np.argpartition(-masked, depth - 1)[depth - 1]]
-        candidates = np.flatnonzero(masked >= kth)
-    else:
-        candidates = np.flatnonzero(eligible)
-    values = masked[candidates]
-    descending = np.sort(values)[::-1]
-    ranks = np.searchsorted(-descending, -values, side="left")  # tools scoring strictly higher
-    kept = ranks < depth
-    votes[candidates[kept]] = 1.0 / (RANK_CONSTANT + 1 + ranks[kept])
+    found = top_votes(np.where(eligible, scores, -np.inf).astype(np.float32), depth)
+    votes[found.pool] = found.votes
     return votes
+
+
+def moments(nonzero: FloatArray, count: int) -> tuple[float, float] | None:
+    """The mean and standard deviation of ``count`` scores of which ``nonzero`` are the ones not 0 (a lexical signal
+    is 0 for most tools, which then need not be read); None for a flat or empty signal, which carries no evidence."""
+    if count <= 0:
+        return None
+    values = nonzero.astype(np.float64)
+    mean = float(values.sum()) / count
+    spread = math.sqrt((float(((values - mean) ** 2).sum()) + (count - len(values)) * mean * mean) / count)
+    return None if spread <= 1e-9 else (mean, spread)
 
 
 def z_score(scores: FloatArray, allowed: BoolArray) -> FloatArray:
     """Standardize by the allowed tools' mean and deviation; a flat signal carries no evidence and becomes 0."""
-    if not allowed.any():
+    kept = scores[allowed]
+    found = moments(kept[kept != 0], len(kept))
+    if found is None:
         return np.zeros_like(scores)
-    kept = scores[allowed].astype(np.float64)
-    spread = float(kept.std())
-    if spread <= 1e-9:
-        return np.zeros_like(scores)
-    return ((scores - float(kept.mean())) / spread).astype(np.float32)
+    mean, spread = found
+    return ((scores - mean) / spread).astype(np.float32)
 
 
-def evidence_weight(lexical: FloatArray, held: IntArray, terms: int, allowed: BoolArray) -> float:
+def evidence_weight(lexical: FloatArray, held: IntArray, terms: int) -> float:
     """How much the lexical vote counts for this task: fully where the best lexical match holds at least
     ``EVIDENCE_SHARE`` of the task's own words (of its first ``EVIDENCE_WORDS``: a long request is not one tool's
     words), less where it rests on a side word ("next" in "next Tuesday"), down to ``MIN_LEXICAL_WEIGHT``; there the
-    dense signal decides."""
-    eligible = allowed & (lexical > 0)
-    if not eligible.any() or not terms:
+    dense signal decides. ``lexical`` and ``held``: the allowed tools sharing a word with the task, in catalog order."""
+    if not len(lexical) or not terms:
         return 1.0
-    best = int(np.argmax(np.where(eligible, lexical, -np.inf)))
+    best = int(np.argmax(lexical))
     share = int(held[best]) / min(terms, EVIDENCE_WORDS)
     return float(np.clip(share / EVIDENCE_SHARE, MIN_LEXICAL_WEIGHT, 1.0))
 
@@ -79,3 +112,71 @@ def reciprocal_rank_fusion(
     votes = lexical_weight * rank_votes(lexical, allowed & (lexical > 0)) + rank_votes(semantic, allowed)
     standout = 0.5 * (z_score(lexical, allowed) + z_score(semantic, allowed))
     return (votes + STANDOUT_WEIGHT * np.where(allowed, standout, 0.0)).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Shortlist:
+    """The fused scores of some allowed tools (``ids`` ascending) that hold the k best of every allowed tool, each
+    with the very float ``reciprocal_rank_fusion`` gives it; and the semantic signal's votes, which the score reads."""
+
+    ids: IndexArray
+    scores: FloatArray
+    semantic: Votes
+
+
+def shortlist_fusion(
+    lexical: FloatArray,
+    eligible: IndexArray,
+    semantic: FloatArray,
+    allowed: BoolArray,
+    allowed_count: int,
+    lexical_weight: float,
+    k: int,
+) -> Shortlist:
+    """``reciprocal_rank_fusion``'s k best without fusing every tool of a large catalog (issue #27).
+
+    Only a tool one signal votes for scores more than ``STANDOUT_WEIGHT`` times its mean z-score, and a tool without
+    either vote scores below each signal's least voting score: that bounds every tool off the shortlist. When the
+    shortlist's k-th best is above the bound, the k best are among the shortlist; otherwise (a flat or tiny catalog)
+    every allowed tool is fused. ``eligible``: the allowed tools sharing a word with the task, ascending."""
+    every = allowed_count == len(allowed)
+    lexical_values = lexical[eligible]
+    lexical_votes = top_votes(lexical_values)
+    semantic_votes = top_votes(semantic if every else np.where(allowed, semantic, -np.inf).astype(np.float32))
+    kept = semantic if every else semantic[allowed]
+    stats = (moments(lexical_values, allowed_count), moments(kept[kept != 0], allowed_count))
+    ids = np.union1d(eligible[lexical_votes.voters], semantic_votes.voters)
+    if len(ids) < allowed_count:
+        unvoted_lexical = lexical_votes.floor if len(lexical_votes.voters) < len(eligible) else 0.0
+        bound = (
+            STANDOUT_WEIGHT
+            * 0.5
+            * sum(_z(x, s) for x, s in zip((unvoted_lexical, semantic_votes.floor), stats, strict=True))
+        )
+        votes = lexical_weight * _votes_of(ids, eligible[lexical_votes.pool], lexical_votes.votes)
+        votes = votes + _votes_of(ids, semantic_votes.pool, semantic_votes.votes)
+        standout = 0.5 * (_z_of(lexical[ids], stats[0]) + _z_of(semantic[ids], stats[1]))
+        scores = (votes + STANDOUT_WEIGHT * standout).astype(np.float32)
+        place = min(k, len(scores))
+        if place > 0 and float(np.partition(scores, len(scores) - place)[len(scores) - place]) > bound + 1e-6:
+            return Shortlist(ids, scores, semantic_votes)
+    ids = np.flatnonzero(allowed)
+    return Shortlist(ids, reciprocal_rank_fusion(lexical, semantic, allowed, lexical_weight)[ids], semantic_votes)
+
+
+def _votes_of(ids: IndexArray, pool: IndexArray, votes: FloatArray) -> FloatArray:
+    """The votes of ``ids`` (ascending) from a signal's pool (ascending) and its votes; 0 off the pool."""
+    at = np.clip(np.searchsorted(pool, ids), 0, max(len(pool) - 1, 0))
+    found = (pool[at] == ids) if len(pool) else np.zeros(len(ids), dtype=bool)
+    return np.where(found, votes[at] if len(pool) else 0.0, 0.0).astype(np.float32)
+
+
+def _z_of(scores: FloatArray, stats: tuple[float, float] | None) -> FloatArray:
+    if stats is None:
+        return np.zeros(len(scores), dtype=np.float32)
+    mean, spread = stats
+    return ((scores - mean) / spread).astype(np.float32)
+
+
+def _z(score: float, stats: tuple[float, float] | None) -> float:
+    return 0.0 if stats is None or not math.isfinite(score) else (score - stats[0]) / stats[1]

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 
 from handler.catalog.names import ToolNames
-from handler.ranking.arrays import BoolArray, FloatArray, IntArray
+from handler.ranking.arrays import BoolArray, FloatArray, IndexArray, IntArray
 from handler.ranking.bm25 import BM25Index
-from handler.ranking.confidence import SHIPPED, Calibration, Signals, features
+from handler.ranking.coarse import CoarseSemantic
+from handler.ranking.confidence import CROWD_COSINE, SHIPPED, Calibration, Signals, features
 from handler.ranking.dense import DenseScorer
-from handler.ranking.fusion import evidence_weight, reciprocal_rank_fusion
+from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
 from handler.ranking.topk import top_k
-from handler.ranking.usage import UsageEvidence, companion_votes, with_past_tasks
+from handler.ranking.usage import COMPANION_CANDIDATES, UsageEvidence, companion_votes, with_past_tasks
 
 
 class Method(StrEnum):
@@ -47,7 +48,7 @@ class Recommendation:
 @dataclass(frozen=True)
 class Ranked:
     chosen: list[int]  # the k best allowed tools, best first
-    scores: FloatArray  # the ranking's, over every tool (-inf: not allowed)
+    scores: FloatArray  # the ranking's score of each chosen tool
     cosines: FloatArray | None  # None when the query was not embedded (BM25 alone)
     best: float | None  # the best cosine of any allowed tool
     named: bool  # the task names an allowed tool, or one holds half its words: never refused
@@ -62,6 +63,9 @@ class RankingIndex:
     analyzer: Callable[[str], list[str]]
     usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
+    coarse: CoarseSemantic | None = (
+        None  # a large build's two-stage dense signal (coarse.py); None: ``dense`` scans all
+    )
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
     _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
@@ -109,13 +113,14 @@ class RankingIndex:
         found = self.ranked(query, query_vector, k, allowed, method)
         scores, cosines = found.scores, found.cosines
         if cosines is None or found.evidence is None or calibration is None:
-            hits = (Hit(i, float(scores[i]), None if cosines is None else float(cosines[i])) for i in found.chosen)
+            plain = zip(found.chosen, scores.tolist(), strict=True)
+            hits = (Hit(i, s, None if cosines is None else float(cosines[i])) for i, s in plain)
             return Recommendation(tuple(hits), found.best)
         if found.best is not None and calibration.refuses(found.best) and not found.named:  # a named tool: never
             return Recommendation((), found.best)
         probability = calibration.probabilities(found.evidence).tolist()
-        rows = zip(found.chosen, probability, strict=True)
-        return Recommendation(tuple(Hit(i, float(scores[i]), float(cosines[i]), p) for i, p in rows), found.best)
+        rows = zip(found.chosen, scores.tolist(), probability, strict=True)
+        return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best)
 
     def ranked(
         self,
@@ -125,31 +130,104 @@ class RankingIndex:
         allowed: BoolArray | None = None,
         method: Method = Method.HYBRID,
     ) -> Ranked:
-        """The k best allowed tools with what the score reads of them (confidence.py), before any refusal."""
+        """The k best allowed tools with what the score reads of them (confidence.py), before any refusal.
+
+        The hybrid ranking touches the whole catalog only where it must (the dense scan, the mean and spread of each
+        signal, one comparison against a sampled threshold): everything else reads the few tools a signal votes for
+        (fusion.shortlist_fusion), so a select stays fast at a million tools (issue #27)."""
         if allowed is None:
             allowed = np.ones(len(self), dtype=bool)
         lexical = self.lexical_query(query)  # analyzed once, read twice
         words = self.bm25.score_weighted(lexical.weights)
         held = self.bm25.terms_held(lexical.terms)
-        scores, cosines = self._scores(words, held, len(lexical.terms), query_vector, allowed, method)
-        usable = allowed & (scores > 0) if method is Method.BM25 else allowed
-        scores = np.where(usable, scores, -np.inf).astype(np.float32)
         exact = self.exact_match(query)
         if exact is not None and not allowed[exact]:
             exact = None
-        if exact is not None:
-            scores[exact] = np.float32(scores[usable].max(initial=0.0) + 1.0)
-        chosen = top_k(scores, k).tolist()
-        if cosines is None or not chosen:
-            best = None if cosines is None or not allowed.any() else float(cosines[allowed].max())
-            return Ranked(chosen, scores, cosines, best, exact is not None, None)
+        if method is Method.BM25:
+            usable = allowed & (words > 0)
+            return self._top(words, np.flatnonzero(usable), k, exact, None)
+        if query_vector is None:
+            raise ValueError(f"the {method} method needs a query vector")
+        matched = np.flatnonzero(words)
+        eligible = matched[allowed[matched]]  # allowed tools sharing a word with the task, ascending
+        allowed_count = int(np.count_nonzero(allowed))
+        terms = len(lexical.terms)
+        lexical_votes = top_votes(words[eligible])
+        cosines = self._semantic(query_vector, eligible[lexical_votes.voters], allowed, exact)
+        text_votes = top_votes(cosines if allowed_count == len(allowed) else np.where(allowed, cosines, -np.inf))
+        if method is Method.DENSE:
+            found = self._top(cosines, np.flatnonzero(allowed), k, exact, cosines)
+        else:
+            found = self._fused(words, eligible, held, terms, cosines, query_vector, allowed, allowed_count, k, exact)
+        chosen = found.chosen
+        if not chosen:
+            best = None if not allowed_count else float(text_votes.pool_scores.max())
+            return replace(found, best=best)
+        best = float(text_votes.pool_scores.max())
         # A task half of whose words one allowed tool holds is in the catalog's own words ("find the open PRs
         # assigned to me"): a match even where the model's cosine is low for it. One shared word is not.
-        named = exact is not None or (bool(lexical.terms) and int(held[allowed].max()) * 2 >= len(lexical.terms))
-        parts = 0 if query_vector is None or query_vector.ndim == 1 else len(query_vector) - 1
-        share = (held / max(len(lexical.terms), 1)).astype(np.float32)
-        signals = Signals(words, cosines, scores, share, len(lexical.terms), parts, allowed)
-        return Ranked(chosen, scores, cosines, float(cosines[allowed].max()), named, features(signals, chosen))
+        named = exact is not None or (bool(terms) and int(held[eligible].max(initial=0)) * 2 >= terms)
+        parts = 0 if query_vector.ndim == 1 else len(query_vector) - 1
+        lexical_values = words[eligible]
+        signals = Signals(
+            cosine=cosines[chosen],
+            best_cosine=best,
+            words_held=(held[chosen] / max(terms, 1)).astype(np.float32),
+            lexical_place=np.array(
+                [(lexical_values > words[i]).sum() if words[i] > 0 else -1 for i in chosen], dtype=np.float64
+            ),
+            semantic_place=np.array([_above(cosines, allowed, text_votes, cosines[i]) for i in chosen], np.float64),
+            fused=found.scores,
+            crowding=_at_or_above(cosines, allowed, text_votes, np.float32(best - CROWD_COSINE)),
+            query_words=terms,
+            query_parts=parts,
+            allowed_tools=allowed_count,
+        )
+        return replace(found, best=best, named=named, evidence=features(signals))
+
+    def _fused(
+        self,
+        words: FloatArray,
+        eligible: IndexArray,
+        held: IntArray,
+        terms: int,
+        cosines: FloatArray,
+        query_vector: FloatArray,
+        allowed: BoolArray,
+        allowed_count: int,
+        k: int,
+        exact: int | None,
+    ) -> Ranked:
+        """The hybrid ranking's k best: the two signals fused, with what the tenant's agents ran before."""
+        lexical_weight = evidence_weight(words[eligible], held[eligible], terms)
+        if self.usage is None:
+            short = shortlist_fusion(words, eligible, cosines, allowed, allowed_count, lexical_weight, k)
+            return self._top_of(short.ids, short.scores, k, exact, cosines)
+        task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
+        lifted = with_past_tasks(cosines, self.usage, task_vector)
+        wanted = max(k, COMPANION_CANDIDATES)
+        short = shortlist_fusion(words, eligible, lifted, allowed, allowed_count, lexical_weight, wanted)
+        boost = companion_votes(self.usage, short.ids, short.scores, len(self))
+        return self._top_of(short.ids, (short.scores + boost).astype(np.float32), k, exact, cosines)
+
+    def _top(
+        self, scores: FloatArray, usable: IndexArray, k: int, exact: int | None, cosines: FloatArray | None
+    ) -> Ranked:
+        return self._top_of(usable, scores[usable], k, exact, cosines)
+
+    @staticmethod
+    def _top_of(ids: IndexArray, scores: FloatArray, k: int, exact: int | None, cosines: FloatArray | None) -> Ranked:
+        """The k best of some usable tools (``ids`` ascending, with their ``scores``), the named tool first."""
+        scores = scores.astype(np.float32)
+        if exact is not None:
+            lifted = np.float32(scores.max(initial=0.0) + 1.0)
+            at = int(np.searchsorted(ids, exact))
+            if at < len(ids) and ids[at] == exact:
+                scores[at] = lifted
+            else:
+                ids, scores = np.insert(ids, at, exact), np.insert(scores, at, lifted)
+        order = top_k(scores, k)
+        return Ranked([int(i) for i in ids[order]], scores[order], cosines, None, exact is not None, None)
 
     def lexical_query(self, query: str) -> LexicalQuery:
         return self._lexical.query(query)
@@ -158,40 +236,35 @@ class RankingIndex:
         """The task as the embedder reads it here: with what its short forms mean in this catalog (lexical.py)."""
         return self._lexical.with_meanings(task)
 
-    def _scores(
-        self,
-        words: FloatArray,
-        held: IntArray,
-        terms: int,
-        query_vector: FloatArray | None,
-        allowed: BoolArray,
-        method: Method,
-    ) -> tuple[FloatArray, FloatArray | None]:
-        """The ranking scores from the lexical ones (and how many of the task's ``terms`` each tool holds), and the
-        cosines they came from (None for BM25 alone)."""
-        if method is Method.BM25:
-            return words, None
-        if query_vector is None:
-            raise ValueError(f"the {method} method needs a query vector")
-        semantic = self._semantic(query_vector)
-        if method is Method.DENSE:
-            return semantic, semantic
-        lexical_weight = evidence_weight(words, held, terms, allowed)
-        if self.usage is None:
-            fused = reciprocal_rank_fusion(words, semantic, allowed, lexical_weight)
+    def _semantic(
+        self, query_vector: FloatArray, voters: IndexArray, allowed: BoolArray, exact: int | None
+    ) -> FloatArray:
+        """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best.
+        A large build's coarse scan scores exactly the tools that can take a vote: its own candidates, the lexical
+        signal's ``voters`` and the tool the task names."""
+        rows = [query_vector] if query_vector.ndim == 1 else list(query_vector)
+        coarse = self.coarse
+        if coarse is None:
+            cosines = [self.dense.score(row) for row in rows]
         else:
-            task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
-            lifted = with_past_tasks(semantic, self.usage, task_vector)
-            fused = reciprocal_rank_fusion(words, lifted, allowed, lexical_weight)
-            fused = fused + companion_votes(self.usage, fused, allowed)
-        # The no match and each hit's cosine stay the text's: usage reorders what the text finds, never more.
-        return fused, semantic
-
-    def _semantic(self, query_vector: FloatArray) -> FloatArray:
-        """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best."""
-        if query_vector.ndim == 1:
-            return self.dense.score(query_vector)
-        best = self.dense.score(query_vector[0])
-        for row in query_vector[1:]:
-            best = np.maximum(best, self.dense.score(row))
+            named = voters if exact is None else np.union1d(voters, [exact])
+            cosines = [coarse.score(row, allowed, named) for row in rows]
+        best = cosines[0]
+        for other in cosines[1:]:
+            best = np.maximum(best, other)
         return best
+
+
+def _above(cosines: FloatArray, allowed: BoolArray, votes: Votes, cosine: np.float32) -> int:
+    """How many allowed tools have a higher cosine: read from the signal's pool when the cosine is in it."""
+    pool = votes.pool_scores
+    if len(pool) and cosine >= pool.min():
+        return int((pool > cosine).sum())
+    return int(np.count_nonzero(allowed & (cosines > cosine)))
+
+
+def _at_or_above(cosines: FloatArray, allowed: BoolArray, votes: Votes, floor: np.float32) -> int:
+    pool = votes.pool_scores
+    if len(pool) and floor >= pool.min():
+        return int((pool >= floor).sum())
+    return int(np.count_nonzero(allowed & (cosines >= floor)))

@@ -1,4 +1,5 @@
-"""Top-k selection: argpartition, then sort only the k survivors; ties go to the lower index."""
+"""Top-k selection without sorting the catalog: a threshold read from an even sample of the scores keeps a few
+candidates in one comparison of every score, then only those are sorted; ties go to the lower index."""
 
 from __future__ import annotations
 
@@ -7,18 +8,30 @@ import numpy.typing as npt
 
 from handler.ranking.arrays import IndexArray
 
+SAMPLE = 16_384  # scores a threshold is read from; below 4x this many, every finite score is a candidate
+
+
+def at_least(scores: npt.NDArray[np.floating], count: int) -> IndexArray:
+    """The positions, ascending, of every finite score at or above a threshold at least ``count`` finite scores
+    reach (of every finite score when there are fewer, or when the sample cannot tell): so the ``count`` best, and
+    every tie of the last of them, are among them. The threshold is read from an even sample of the scores, aiming at
+    about twice ``count`` candidates; the scores are compared once and never sorted."""
+    stride = len(scores) // SAMPLE
+    if stride >= 4 and 0 < count * 8 < len(scores):
+        sample = scores[::stride]
+        place = min(len(sample), 2 * count // stride + 1)
+        threshold = np.partition(sample, len(sample) - place)[len(sample) - place]
+        if np.isfinite(threshold):
+            found = np.flatnonzero(scores >= threshold)
+            if len(found) >= count:
+                return found
+    return np.flatnonzero(np.isfinite(scores))
+
 
 def top_k(scores: npt.NDArray[np.floating], k: int) -> IndexArray:
     """Indices of the k best finite scores, best first, ties broken by index (as a stable full sort would)."""
-    finite = np.isfinite(scores)
-    k = min(k, int(finite.sum()))
     if k <= 0:
         return np.empty(0, dtype=np.intp)
-    masked = np.where(finite, scores, -np.inf)
-    candidates = np.argpartition(-masked, k - 1)[:k]
-    kth = masked[candidates].min()
-    above = np.flatnonzero(masked > kth)
-    ties = np.flatnonzero(masked == kth)[: k - len(above)]
-    chosen = np.concatenate([above, ties])
-    order = np.lexsort((chosen, -masked[chosen]))
-    return chosen[order]
+    candidates = at_least(scores, k)
+    order = np.lexsort((candidates, -scores[candidates]))  # candidates ascend: ties go to the lower index
+    return candidates[order[:k]]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from handler.ranking.arrays import BoolArray, FloatArray, IntArray
+from handler.ranking.arrays import FloatArray, IndexArray, IntArray
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import rank_votes
 from handler.ranking.topk import top_k
@@ -66,16 +66,16 @@ def with_past_tasks(semantic: FloatArray, usage: UsageEvidence, task_vector: Flo
     return np.maximum(semantic, np.where(past >= PAST_TASK_FLOOR, PAST_TASK_SHARE * past, -1.0)).astype(np.float32)
 
 
-def companion_votes(usage: UsageEvidence, fused: FloatArray, allowed: BoolArray) -> FloatArray:
-    """Votes for the allowed tools used beside the best hits, among those the ranking already finds plausible
-    (the best hit itself needs none)."""
-    order = top_k(np.where(allowed, fused, -np.inf), COMPANION_CANDIDATES)
+def companion_votes(usage: UsageEvidence, ids: IndexArray, fused: FloatArray, tool_count: int) -> FloatArray:
+    """Votes for the tools ``ids`` (ascending, with their ``fused`` scores: every allowed tool the ranking may return)
+    used beside the best hits, among those the ranking already finds plausible (the best hit itself needs none)."""
+    order = top_k(fused, COMPANION_CANDIDATES)
     if not len(order):
         return np.zeros_like(fused)
-    seeds = [int(i) for i in order[:COMPANION_SEEDS]]
-    strength = usage.companions(seeds, len(fused))
-    plausible = np.zeros(len(fused), dtype=bool)
+    seeds = [int(ids[i]) for i in order[:COMPANION_SEEDS]]
+    strength = usage.companions(seeds, tool_count)[ids]
+    plausible = np.zeros(len(ids), dtype=bool)
     plausible[order] = True
-    eligible = allowed & plausible & (strength > 0)
-    eligible[seeds[0]] = False
+    eligible = plausible & (strength > 0)
+    eligible[order[0]] = False
     return (COMPANION_WEIGHT * rank_votes(strength, eligible)).astype(np.float32)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handler.ranking.topk import top_k
+from handler.ranking.topk import at_least, top_k
 
 # Few distinct values, so ties are the rule; -inf and nan stand for disallowed tools.
 values = st.sampled_from([-np.inf, np.nan, -2.0, -0.5, 0.0, 0.25, 1.0, 1.0 + 2**-20, 3.0])
@@ -33,3 +34,14 @@ def test_disallowed_scores_never_fill_a_slot() -> None:
     scores = np.array([-np.inf, 0.5, -np.inf, 0.5, -np.inf], dtype=np.float32)
     assert top_k(scores, 5).tolist() == [1, 3]
     assert top_k(np.full(4, -np.inf, dtype=np.float32), 3).tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_k_of_a_large_catalog_reads_a_sample_and_still_equals_a_full_sort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 3000, size=200_000).astype(np.float32)  # ties everywhere
+    scores[rng.random(200_000) < 0.3] = -np.inf
+    for k in (1, 5, 20, 100):
+        expected = np.lexsort((np.arange(len(scores)), -scores))[:k]
+        assert top_k(scores, k).tolist() == expected.tolist()
+    assert len(at_least(scores, 100)) < 2_000  # a few candidates, not the catalog

@@ -61,8 +61,9 @@ def test_companions_vote_only_for_allowed_tools_the_ranking_already_holds_high(s
     usage = evidence(rng, tool_count, tool_count // 2)
     fused = rng.uniform(0, 1, size=tool_count).astype(np.float32)
     allowed = rng.uniform(size=tool_count) < 0.7
-    votes = companion_votes(usage, fused, allowed)
-    assert (votes[~allowed] == 0).all()
+    ids = np.flatnonzero(allowed)  # the ranking hands over the allowed tools it may return, ascending
+    votes = np.zeros(tool_count, dtype=np.float32)
+    votes[ids] = companion_votes(usage, ids, fused[ids], tool_count)
     ranked = [int(i) for i in np.argsort(-np.where(allowed, fused, -np.inf), kind="stable")]
     plausible = set(ranked[:COMPANION_CANDIDATES]) if allowed.any() else set()
     assert set(np.flatnonzero(votes)) <= plausible - set(ranked[:1])
@@ -79,4 +80,4 @@ def test_evidence_with_no_rows_changes_nothing() -> None:
     )
     semantic = rng.uniform(size=10).astype(np.float32)
     assert (with_past_tasks(semantic, empty, unit_rows(rng, 1)[0]) == semantic).all()
-    assert not companion_votes(empty, semantic, np.ones(10, bool)).any()
+    assert not companion_votes(empty, np.arange(10), semantic, 10).any()
