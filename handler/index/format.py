@@ -27,6 +27,7 @@ from handler.index.records import ToolKeys, to_jsonl
 from handler.inference.model_files import sha256_file
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
+from handler.ranking.coarse import COARSE_MIN_TOOLS, CoarseCodes, fit_coarse
 from handler.ranking.dense import QuantizedVectors
 
 # 2: tools.json (a list validated whole at load) became tools.jsonl + tool_keys.json (records parsed on demand).
@@ -44,6 +45,8 @@ VOCABULARY = "bm25_vocabulary.json"
 ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weights")
 # Only in a build with usage evidence (build_index/usage/fold.py); a build without it is exactly what it was before.
 USAGE_ARRAYS = ("usage_vectors", "usage_scales", "usage_tools", "co_usage_indptr", "co_usage_tools", "co_usage_shares")
+# Only in a build of COARSE_MIN_TOOLS or more tools (handler/ranking/coarse.py); a smaller build is what it was before.
+COARSE_ARRAYS = ("coarse_codes", "coarse_scales", "coarse_projection", "coarse_mean")
 
 
 class ModelRef(BaseModel):
@@ -90,6 +93,8 @@ class Manifest(BaseModel):
     # catalog_digest of the tools built, so `toolrec refresh` can tell whether an upstream's tools changed; None in a
     # build written before it was recorded.
     catalog_sha256: str | None = None
+    # The coarse codes' dimensions in a large build (COARSE_ARRAYS); None: every query scans every vector.
+    coarse_dimensions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,12 @@ class UsageArrays:
                 strict=True,
             )
         )
+
+
+def coarse_files(coarse: CoarseCodes) -> dict[str, np.ndarray[Any, Any]]:
+    # The codes column-major, as the tool vectors of a small build: the int8 scan reads their transpose in place.
+    values = (np.asfortranarray(coarse.codes.values), coarse.codes.scales, coarse.projection, coarse.mean)
+    return dict(zip(COARSE_ARRAYS, values, strict=True))
 
 
 @dataclass(frozen=True)
@@ -144,10 +155,12 @@ def new_build_id(content_digest: str) -> str:
 def write_build(built: BuiltIndex, directory: Path) -> Manifest:
     """Write one build's files into ``directory`` (a fresh, build-specific folder) and return its manifest."""
     directory.mkdir(parents=True, exist_ok=True)
+    coarse = fit_coarse(built.vectors) if len(built.tools) >= COARSE_MIN_TOOLS else None
     arrays: dict[str, np.ndarray[Any, Any]] = {
         # Column-major on disk: loaded, its transpose is the (d, n) C-contiguous matrix the int8 scorer reads, so
-        # no copy is made at load (a 38 MB copy and 0.23 s at 100k tools, measured).
-        "vectors": np.asfortranarray(built.vectors.values),
+        # no copy is made at load (a 38 MB copy and 0.23 s at 100k tools, measured). A coarse build's rows are
+        # gathered a few thousand at a time instead, which a row-major matrix serves in one read each.
+        "vectors": np.asfortranarray(built.vectors.values) if coarse is None else built.vectors.values,
         "vector_scales": built.vectors.scales,
         "bm25_indptr": built.bm25.indptr,
         "bm25_doc_ids": built.bm25.doc_ids,
@@ -155,6 +168,8 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
     }
     if built.usage is not None:
         arrays.update(built.usage[0].as_files())
+    if coarse is not None:
+        arrays.update(coarse_files(coarse))
     for name, array in arrays.items():
         np.save(directory / f"{name}.npy", array, allow_pickle=False)
     (directory / VOCABULARY).write_text(json.dumps(built.bm25.vocabulary, ensure_ascii=False))
@@ -173,8 +188,11 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
         files=files,
         usage=None if built.usage is None else built.usage[1],
         catalog_sha256=catalog_digest(built.tools),
+        coarse_dimensions=None if coarse is None else coarse.projection.shape[1],
     )
-    (directory / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n")
+    # A small build's manifest stays byte for byte what it was, readable by the toolrec before coarse builds.
+    unset = {"coarse_dimensions"} if manifest.coarse_dimensions is None else None
+    (directory / MANIFEST).write_text(manifest.model_dump_json(indent=2, exclude=unset) + "\n")
     return manifest
 
 
@@ -191,7 +209,11 @@ def read_manifest(text: str | bytes) -> Manifest:
         manifest = Manifest.model_validate(raw)
     except ValidationError as exc:
         raise IntegrityError(f"the index manifest is invalid: {exc.error_count()} problem(s)") from exc
-    expected = expected_files(manifest.schema_version, with_usage=manifest.usage is not None)
+    expected = expected_files(
+        manifest.schema_version,
+        with_usage=manifest.usage is not None,
+        with_coarse=manifest.coarse_dimensions is not None,
+    )
     # Checked here, before any reader uses a name: the S3 fetch writes each listed name under its cache directory
     # before the checksums are verified, and a `../` or absolute name wrote outside it (issue 15). Only the
     # format's own plain file names pass, so no name can carry a separator, `..` or a root.
@@ -202,8 +224,8 @@ def read_manifest(text: str | bytes) -> Manifest:
     return manifest
 
 
-def expected_files(schema_version: int, with_usage: bool = False) -> frozenset[str]:
+def expected_files(schema_version: int, with_usage: bool = False, with_coarse: bool = False) -> frozenset[str]:
     """The plain file names a build of this schema version holds besides the manifest."""
     record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
-    arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ())
+    arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ()) + (COARSE_ARRAYS if with_coarse else ())
     return frozenset({f"{name}.npy" for name in arrays} | record_files | {VOCABULARY})

@@ -19,6 +19,7 @@ from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
 from handler.index.format import (
     ARRAYS,
+    COARSE_ARRAYS,
     MANIFEST,
     SCHEMA_VERSION,
     TOOL_KEYS,
@@ -32,11 +33,12 @@ from handler.index.format import (
 )
 from handler.index.records import ToolKeys, ToolRecords, to_jsonl
 from handler.index.table import ToolTable
-from handler.inference.int8_scoring import Int8Scorer
+from handler.inference.int8_scoring import Int8Rows, Int8Scorer
 from handler.inference.model_files import sha256_file
 from handler.ranking.abbreviations import general_lexicon
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
+from handler.ranking.coarse import CoarseSemantic
 from handler.ranking.dense import QuantizedVectors
 from handler.ranking.retriever import RankingIndex
 from handler.ranking.usage import UsageEvidence
@@ -89,8 +91,9 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: s
         raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
     usage = _usage(directory, manifest) if manifest.usage is not None else None
     names = ToolNames(tools.keys.names, namespace)  # refuses names that fold together or are toolrec's own
-    scorer = Int8Scorer(vectors, threads)
-    ranking = RankingIndex(names, bm25, scorer, _analyzer(manifest), usage, lexicon=general_lexicon())
+    coarse = _coarse(directory, manifest, vectors, threads)
+    scorer = Int8Scorer(vectors, threads) if coarse is None else coarse.exact  # exact: every row, a chunk at a time
+    ranking = RankingIndex(names, bm25, scorer, _analyzer(manifest), usage, general_lexicon(), coarse)
     return Index(manifest, tools, ranking, ToolTable.of(tools, names))
 
 
@@ -148,6 +151,21 @@ def _verify_files(directory: Path, manifest: Manifest, names: frozenset[str] | N
             raise IntegrityError(f"index {manifest.build_id} is missing {name}")
         if sha256_file(path) != digest:
             raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
+
+
+def _coarse(directory: Path, manifest: Manifest, vectors: QuantizedVectors, threads: int) -> CoarseSemantic | None:
+    """A large build's two-stage dense signal (handler/ranking/coarse.py); None for a build that scans every vector."""
+    if manifest.coarse_dimensions is None:
+        return None
+    codes, scales, projection, mean = (np.load(directory / f"{n}.npy", allow_pickle=False) for n in COARSE_ARRAYS)
+    width = manifest.model.dimensions
+    if codes.shape != (len(vectors.scales), manifest.coarse_dimensions) or projection.shape != (width, codes.shape[1]):
+        raise IntegrityError(f"index {manifest.build_id}: coarse codes have shape {codes.shape}")
+    if scales.shape != (len(codes),) or mean.shape != (width,):
+        raise IntegrityError(f"index {manifest.build_id}: coarse scales or mean have the wrong shape")
+    scan = Int8Scorer(QuantizedVectors(codes, scales), threads)
+    exact = Int8Rows(vectors, threads)  # a coarse build stores its vectors row-major: no copy
+    return CoarseSemantic(projection, mean, scan, exact)
 
 
 def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:

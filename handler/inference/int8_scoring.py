@@ -14,13 +14,13 @@ rounding (error <= half a step per component), which leaves rankings unchanged o
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import numpy as np
 
-from handler.ranking.arrays import FloatArray
-from handler.ranking.dense import QuantizedVectors
+from handler.ranking.arrays import FloatArray, IndexArray, IntArray
+from handler.ranking.dense import Int8Array, QuantizedVectors, quantize_query
 
-QUERY_LEVELS = 63
 QUERY_SHIFT = 64
 # onnx graph `s[1, n] = MatMulInteger(A: uint8[1, d], B: int8[d, n])`, opset 13, IR 8 (111 bytes),
 # produced by onnx.helper (tests/unit/test_int8_scoring.py rebuilds it and checks these bytes).
@@ -29,16 +29,34 @@ MATMUL_INTEGER_MODEL = base64.b64decode(
 )
 
 
+def _session(threads: int) -> Any:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(MATMUL_INTEGER_MODEL, options, providers=["CPUExecutionProvider"])
+
+
+def _cosines(
+    session: Any, columns: Int8Array, shift_correction: IntArray, scales: FloatArray, query: FloatArray
+) -> FloatArray:
+    """Cosines of the rows ``columns`` holds transposed (d, m), with their shift corrections and scales."""
+    levels, step = quantize_query(query)
+    if step == 0.0 or columns.shape[1] == 0:
+        return np.zeros(columns.shape[1], dtype=np.float32)
+    shifted = (levels + QUERY_SHIFT).astype(np.uint8)
+    (raw,) = session.run(None, {"A": shifted[None, :], "B": columns})
+    exact = raw[0] - shift_correction
+    scores: FloatArray = exact.astype(np.float32) * np.float32(step) * scales
+    return scores
+
+
 class Int8Scorer:
     """Cosine scores from int8 rows (n, d) with per-row scales, without a float copy of the matrix."""
 
     def __init__(self, quantized: QuantizedVectors, threads: int = 1) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(MATMUL_INTEGER_MODEL, options, providers=["CPUExecutionProvider"])
+        self._session = _session(threads)
         # (d, n) C-contiguous, the layout MatMulInteger reads: a view of column-major vectors (write_build stores them
         # so), a copy of row-major ones.
         self._columns = np.ascontiguousarray(quantized.values.T)
@@ -46,13 +64,28 @@ class Int8Scorer:
         self._row_scales = quantized.scales.astype(np.float32)
 
     def score(self, query_vector: FloatArray) -> FloatArray:
-        query = np.asarray(query_vector, dtype=np.float32)
-        peak = float(np.abs(query).max()) if query.size else 0.0
-        if peak == 0.0 or self._columns.shape[1] == 0:
-            return np.zeros(self._columns.shape[1], dtype=np.float32)
-        step = peak / QUERY_LEVELS
-        shifted = (np.rint(query / step).astype(np.int16) + QUERY_SHIFT).astype(np.uint8)
-        (raw,) = self._session.run(None, {"A": shifted[None, :], "B": self._columns})
-        exact = raw[0] - self._shift_correction
-        scores: FloatArray = exact.astype(np.float32) * np.float32(step) * self._row_scales
-        return scores
+        return _cosines(self._session, self._columns, self._shift_correction, self._row_scales, query_vector)
+
+
+class Int8Rows:
+    """The same cosines for chosen rows of a row-major matrix (a coarse build's vectors, handler/ranking/coarse.py):
+    the rows are gathered and transposed, a few thousand at a time, bit for bit what the full scan gives them."""
+
+    CHUNK = 65_536  # rows at a time when every row is scored (the exhaustive reference)
+
+    def __init__(self, quantized: QuantizedVectors, threads: int = 1) -> None:
+        self._session = _session(threads)
+        self._rows = np.ascontiguousarray(quantized.values)
+        self._scales = quantized.scales.astype(np.float32)
+
+    def score_rows(self, query_vector: FloatArray, ids: IndexArray) -> FloatArray:
+        picked = self._rows[ids]
+        correction = QUERY_SHIFT * picked.sum(axis=1, dtype=np.int32)
+        return _cosines(self._session, np.ascontiguousarray(picked.T), correction, self._scales[ids], query_vector)
+
+    def score(self, query_vector: FloatArray) -> FloatArray:
+        count = len(self._rows)
+        parts = [
+            self.score_rows(query_vector, np.arange(s, min(s + self.CHUNK, count))) for s in range(0, count, self.CHUNK)
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)

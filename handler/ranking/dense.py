@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from handler.ranking.arrays import FloatArray
+from handler.ranking.arrays import FloatArray, IndexArray
 
 Int8Array = npt.NDArray[np.int8]
 
@@ -34,6 +34,28 @@ def quantize(vectors: FloatArray) -> QuantizedVectors:
     scales = np.where(step > 0, step, 1.0).astype(np.float32)
     values = np.clip(np.rint(vectors / scales[:, None]), -127, 127).astype(np.int8)
     return QuantizedVectors(values, scales)
+
+
+QUERY_LEVELS = 63  # a query is quantized to 7 bits: handler/inference/int8_scoring.py says why
+
+
+def quantize_query(query_vector: FloatArray) -> tuple[npt.NDArray[np.int16], float]:
+    """The query as integers in -QUERY_LEVELS..QUERY_LEVELS and the step they count; step 0 for a zero query."""
+    query = np.asarray(query_vector, dtype=np.float32)
+    peak = float(np.abs(query).max()) if query.size else 0.0
+    if peak == 0.0:
+        return np.zeros(query.shape, dtype=np.int16), 0.0
+    step = peak / QUERY_LEVELS
+    return np.rint(query / step).astype(np.int16), step
+
+
+def exact_int8_cosines(rows: Int8Array, scales: FloatArray, query_vector: FloatArray) -> FloatArray:
+    """The int8 scan's cosines for some rows (n, d), bit for bit: the integer products are summed in float32, which
+    is exact here (each sum stays under 2**24: 384 x 127 x 63 < 3.1 million), then scaled as the scan scales them."""
+    levels, step = quantize_query(query_vector)
+    exact = np.asarray(rows, dtype=np.float32) @ levels.astype(np.float32)
+    scores: FloatArray = exact * np.float32(step) * scales.astype(np.float32)
+    return scores
 
 
 class DenseScorer(Protocol):
@@ -59,3 +81,24 @@ class DenseMatrix:
     def score(self, query_vector: FloatArray) -> FloatArray:
         """Cosine similarity of every row with a unit-length query vector."""
         return self.rows @ np.asarray(query_vector, dtype=np.float32)
+
+
+class RowScorer(DenseScorer, Protocol):
+    """A DenseScorer that also scores chosen rows alone (a coarse build's exact stage, coarse.py)."""
+
+    def score_rows(self, query_vector: FloatArray, ids: IndexArray) -> FloatArray: ...
+
+
+@dataclass(frozen=True)
+class ExactRows:
+    """The int8 scan's exact cosines from row-major vectors, in numpy: the reference the onnxruntime scorers
+    (handler/inference/int8_scoring.py) are checked against."""
+
+    rows: Int8Array  # (n, d)
+    scales: FloatArray
+
+    def score_rows(self, query_vector: FloatArray, ids: IndexArray) -> FloatArray:
+        return exact_int8_cosines(self.rows[ids], self.scales[ids], query_vector)
+
+    def score(self, query_vector: FloatArray) -> FloatArray:
+        return exact_int8_cosines(self.rows, self.scales, query_vector)

@@ -6,8 +6,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from handler.inference.int8_scoring import MATMUL_INTEGER_MODEL, QUERY_LEVELS, Int8Scorer
-from handler.ranking.dense import DenseMatrix, quantize
+from handler.inference.int8_scoring import MATMUL_INTEGER_MODEL, Int8Scorer
+from handler.ranking.dense import QUERY_LEVELS, DenseMatrix, quantize
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int = 384) -> np.ndarray:

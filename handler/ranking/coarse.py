@@ -1,0 +1,105 @@
+"""The dense signal of a large catalog: a coarse scan of every tool, then exact cosines for the few that can matter.
+
+One exact int8 scan reads 384 bytes per tool, and the scan is bound by memory bandwidth: ~30 ms at a million tools on
+one core, more than a whole select may take (issue #27). A build of ``COARSE_MIN_TOOLS`` or more tools also stores
+each tool's vector in the ``COARSE_DIMENSIONS`` principal directions of the catalog's vectors (the directions that
+hold most of their variance, found on a sample; int8, a third of the bytes). A query scans those, keeps the allowed
+tools whose estimate is among the best ``COARSE_SHARE`` of the catalog (at least ``MIN_CANDIDATES``) and the tools the
+caller names (the lexical signal's voters), and scores exactly those, bit for bit as the full int8 scan would. Every
+other tool keeps its estimate, capped below the candidates' threshold: it takes no semantic vote (those go to the
+best 100) and only enters the mean and spread the fusion standardizes by. What the approximation costs is measured
+against the exact scan: docs/performance.md "A million tools".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from handler.ranking.arrays import BoolArray, FloatArray, IndexArray
+from handler.ranking.dense import DenseScorer, QuantizedVectors, RowScorer, quantize
+
+COARSE_MIN_TOOLS = 100_000  # below, the exact scan costs ~3 ms or less (docs/performance.md)
+COARSE_DIMENSIONS = 128  # 83 % of the variance of MiniLM tool vectors (10k bench catalog)
+COARSE_SHARE = 0.02  # of the catalog rescored exactly
+MIN_CANDIDATES = 2_000
+FIT_SAMPLE = 20_000  # rows the principal directions are found on
+THRESHOLD_SAMPLE = 16_384  # estimates the candidates' threshold is read from
+_CHUNK = 65_536  # rows projected at a time at build, so a million tools never need a float copy of every vector
+
+
+@dataclass(frozen=True)
+class CoarseCodes:
+    """A catalog's vectors in its principal directions, as the build stores them."""
+
+    projection: FloatArray  # (d, m): the directions, unit columns
+    mean: FloatArray  # (d,): the catalog's mean vector, which the codes are centred on
+    codes: QuantizedVectors  # (n, m): each tool's centred vector along the directions
+
+
+def fit_coarse(vectors: QuantizedVectors, dimensions: int = COARSE_DIMENSIONS, seed: int = 0) -> CoarseCodes:
+    """The principal directions of the tool vectors (from a fixed sample of rows) and every tool's codes."""
+    count, width = vectors.values.shape
+    dimensions = min(dimensions, width)
+    mean = np.zeros(width, dtype=np.float64)
+    for start in range(0, count, _CHUNK):
+        mean += _rows(vectors, start, start + _CHUNK).sum(axis=0, dtype=np.float64)
+    mean = (mean / max(count, 1)).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(count, size=min(count, FIT_SAMPLE), replace=False)) if count else np.empty(0, int)
+    sample = vectors.values[picked].astype(np.float32) * vectors.scales[picked, None] - mean
+    covariance = sample.T.astype(np.float64) @ sample.astype(np.float64) / max(len(sample), 1)
+    _, directions = np.linalg.eigh(covariance)  # ascending eigenvalues
+    projection = np.ascontiguousarray(directions[:, ::-1][:, :dimensions]).astype(np.float32)
+    codes = [quantize((_rows(vectors, s, s + _CHUNK) - mean) @ projection) for s in range(0, count, _CHUNK)]
+    values = np.concatenate([c.values for c in codes]) if codes else np.zeros((0, dimensions), dtype=np.int8)
+    scales = np.concatenate([c.scales for c in codes]) if codes else np.zeros(0, dtype=np.float32)
+    return CoarseCodes(projection, mean, QuantizedVectors(values, scales))
+
+
+@dataclass(frozen=True)
+class CoarseSemantic:
+    """The two-stage dense signal over one build: ``scan`` scores the codes, ``exact`` the candidates' vectors."""
+
+    projection: FloatArray
+    mean: FloatArray
+    scan: DenseScorer
+    exact: RowScorer
+
+    def score(self, query_vector: FloatArray, allowed: BoolArray | None, named: IndexArray) -> FloatArray:
+        """Every tool's cosine with the query: exact for the candidates and the ``named`` tools, a capped
+        estimate for the others."""
+        query = np.asarray(query_vector, dtype=np.float32)
+        estimate = self.scan.score(query @ self.projection) + np.float32(query @ self.mean)
+        picked = candidates(estimate, allowed, _candidate_count(len(estimate)))
+        chosen = np.union1d(picked, named)
+        if len(chosen) == len(estimate):
+            return self.exact.score(query)
+        cap = np.nextafter(estimate[picked].min(initial=np.inf), -np.inf)  # no estimate reaches a candidate's place
+        scores: FloatArray = np.minimum(estimate, cap).astype(np.float32)
+        scores[chosen] = self.exact.score_rows(query, chosen)
+        return scores
+
+
+def _candidate_count(tools: int) -> int:
+    return max(MIN_CANDIDATES, int(COARSE_SHARE * tools))
+
+
+def candidates(estimate: FloatArray, allowed: BoolArray | None, count: int) -> IndexArray:
+    """About ``count`` allowed tools, every one whose estimate is at least a threshold read from an even sample of the
+    estimates (no sort of the whole catalog); every allowed tool when fewer are allowed."""
+    eligible = estimate if allowed is None else np.where(allowed, estimate, -np.inf)
+    stride = max(1, len(eligible) // THRESHOLD_SAMPLE)
+    sample = eligible[::stride]
+    place = min(len(sample), max(1, count // stride))
+    if place >= len(sample):
+        return np.flatnonzero(np.isfinite(eligible))
+    threshold = np.partition(sample, len(sample) - place)[len(sample) - place]
+    if not np.isfinite(threshold):
+        return np.flatnonzero(np.isfinite(eligible))
+    return np.flatnonzero(eligible >= threshold)
+
+
+def _rows(vectors: QuantizedVectors, start: int, end: int) -> FloatArray:
+    return vectors.values[start:end].astype(np.float32) * vectors.scales[start:end, None]
