@@ -87,6 +87,14 @@ def format_report(figures: Figures) -> str:
                     f"median of {c['runs']} {'run' if c['runs'] == 1 else 'runs'}"
                 )
     for size, row in figures["sizes"].items():
+        if "cold_start_s3" in row:  # moto_server's throughput on this machine, not S3's: docs/scale.md
+            extra = row["cold_start_s3"]["index_load_s"] - row["cold_start_local"]["index_load_s"]
+            rate = f"{row['index_mb'] / extra:.0f} MB/s" if extra > 0.01 else "no slower than a local read"
+            lines.append(
+                f"S3 @ {int(size):,}: the index loads {extra:.2f} s slower than from a local directory: "
+                f"{rate} for its {row['index_mb']} MB from moto_server"
+            )
+    for size, row in figures["sizes"].items():
         if "warm" in row:
             warm = row["warm"]
             lines.append(
