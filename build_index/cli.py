@@ -115,7 +115,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from build_index.bench.run import format_report, run
+    from build_index.bench.report import format_report
+    from build_index.bench.run import run
 
     sizes = [int(size) for size in args.sizes.split(",")]
     # The service logs JSON lines to stdout (Lambda's convention); here stdout is the report alone.

@@ -13,6 +13,7 @@ import pytest
 
 from build_index.bench.catalog import QUERY_SOURCES, bench_queries
 from handler.api.schemas import MAX_TASK_CHARS
+from handler.inference.embedder import OnnxEmbedder
 from handler.inference.model_files import default_model_dir
 
 
@@ -55,3 +56,34 @@ def test_bench_json_runs_to_its_report(shared_dir: Path, tmp_path: Path) -> None
     row = figures["sizes"]["200"]
     assert row["http"]["select"]["p50_ms"] > 0 and row["in_process"]["select_action"]["p50_ms"] > 0
     assert row["cold_start_local"]["runs"] == 3
+
+
+def test_sizes_below_1m_keep_issue_7s_steps_and_1m_drops_the_10k_only_ones() -> None:
+    from build_index.bench.run import plan
+
+    assert plan(10_000) == plan(10_000, large_from=1_000_000)
+    assert (plan(10_000).cold_start_runs, plan(10_000).s3, plan(10_000).warm) == (3, True, True)
+    assert (plan(100_000).s3, plan(100_000).warm) == (False, False)
+    large = plan(1_000_000)
+    assert (large.cold_start_runs, large.s3, large.warm) == (1, True, False) and large.notes
+
+
+@pytest.mark.slow
+def test_a_tiny_size_run_as_a_large_one_reports_the_1m_keys(
+    shared_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plumbing of `--sizes 1000000` (S3 cold start, one run, no warm variant, the build record, suffixed
+    keys) on 200 tools: `large_from` makes 200 a large size. A run, not a timed test: no figure is compared."""
+    from build_index.bench import run as bench
+
+    monkeypatch.setattr(bench, "CACHE", tmp_path / "cache")
+    monkeypatch.setenv("TOOLREC_SHARED_DIR", str(shared_dir))
+    figures = bench.run([200], 30, time_build=False, large_from=200)
+    row = figures["sizes"]["200"]
+    assert row["cold_start_local"]["runs"] == 1 and row["cold_start_s3"]["runs"] == 1 and "warm" not in row
+    assert figures["cold_start_s_200"] == row["cold_start_s3"]["process_start_to_first_answer_s"] > 0
+    assert figures["rss_mb_200"] > 0 and figures["rss_s3_mb_200"] > 0 and figures["select_action_p50_ms_200"] > 0
+    assert figures["build_s_200_source"] == "this run"
+    index_dir, built_now = bench.cached_index(200, OnnxEmbedder(default_model_dir()), default_model_dir())
+    assert built_now is None  # the second time it comes from the cache, with the time kept when it was built
+    assert bench.build_figure(index_dir, None)["seconds"] == figures["build_s_200"]

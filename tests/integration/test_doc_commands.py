@@ -76,6 +76,10 @@ PARSED = {
         "about 40 minutes over eleven shared sets; tests/integration/test_eval_*.py run eval and calibrate-score on"
         " smaller ones"
     ),
+    ("docs/scale.md", ".venv/bin/toolrec bench --sizes 1000000"): (
+        "builds a 1M-tool index first (about an hour on 2 cores); tests/integration/test_bench.py runs the same steps"
+        " on 200 tools"
+    ),
     ("docs/quality.md", ".venv/bin/pip install -e '.[train]'"): (
         "installs torch and trains for about 16 minutes; tests/unit/test_finetune_data.py holds the recipe's data"
     ),
