@@ -19,13 +19,13 @@ import numpy as np
 
 from handler.ranking.arrays import BoolArray, FloatArray, IndexArray
 from handler.ranking.dense import DenseScorer, QuantizedVectors, RowScorer, quantize
+from handler.ranking.topk import at_least
 
 COARSE_MIN_TOOLS = 100_000  # below, the exact scan costs ~3 ms or less (docs/performance.md)
 COARSE_DIMENSIONS = 128  # 83 % of the variance of MiniLM tool vectors (10k bench catalog)
 COARSE_SHARE = 0.02  # of the catalog rescored exactly
 MIN_CANDIDATES = 2_000
 FIT_SAMPLE = 20_000  # rows the principal directions are found on
-THRESHOLD_SAMPLE = 16_384  # estimates the candidates' threshold is read from
 _CHUNK = 65_536  # rows projected at a time at build, so a million tools never need a float copy of every vector
 
 
@@ -87,18 +87,11 @@ def _candidate_count(tools: int) -> int:
 
 
 def candidates(estimate: FloatArray, allowed: BoolArray | None, count: int) -> IndexArray:
-    """About ``count`` allowed tools, every one whose estimate is at least a threshold read from an even sample of the
-    estimates (no sort of the whole catalog); every allowed tool when fewer are allowed."""
+    """About ``count`` allowed tools (ascending), every one whose estimate reaches a threshold read from a sample of
+    the estimates (topk.at_least, which keeps about twice what it is asked for); every allowed tool when fewer are
+    allowed."""
     eligible = estimate if allowed is None else np.where(allowed, estimate, -np.inf)
-    stride = max(1, len(eligible) // THRESHOLD_SAMPLE)
-    sample = eligible[::stride]
-    place = min(len(sample), max(1, count // stride))
-    if place >= len(sample):
-        return np.flatnonzero(np.isfinite(eligible))
-    threshold = np.partition(sample, len(sample) - place)[len(sample) - place]
-    if not np.isfinite(threshold):
-        return np.flatnonzero(np.isfinite(eligible))
-    return np.flatnonzero(eligible >= threshold)
+    return at_least(eligible, max(1, count // 2))
 
 
 def _rows(vectors: QuantizedVectors, start: int, end: int) -> FloatArray:

@@ -8,6 +8,7 @@ import pytest
 
 from handler.inference.int8_scoring import Int8Rows, Int8Scorer
 from handler.ranking import coarse as coarse_module
+from handler.ranking import topk
 from handler.ranking.coarse import CoarseSemantic, candidates, fit_coarse
 from handler.ranking.dense import ExactRows, QuantizedVectors, exact_int8_cosines, quantize
 
@@ -53,7 +54,7 @@ def test_the_principal_directions_are_orthonormal_and_codes_approximate_the_vect
 @pytest.mark.parametrize("seed", range(5))
 def test_candidates_are_exact_and_every_other_tool_stays_below_them(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(coarse_module, "MIN_CANDIDATES", 50)
-    monkeypatch.setattr(coarse_module, "THRESHOLD_SAMPLE", 256)
+    monkeypatch.setattr(topk, "SAMPLE", 256)
     rng = np.random.default_rng(seed)
     vectors = quantize(unit_rows(rng, 4000))
     signal = two_stage(vectors)
@@ -74,7 +75,7 @@ def test_candidates_are_exact_and_every_other_tool_stays_below_them(seed: int, m
 
 def test_the_exact_best_tools_are_found_among_the_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(coarse_module, "MIN_CANDIDATES", 200)
-    monkeypatch.setattr(coarse_module, "THRESHOLD_SAMPLE", 1024)
+    monkeypatch.setattr(topk, "SAMPLE", 1024)
     rng = np.random.default_rng(7)
     vectors = quantize(unit_rows(rng, 5000))
     signal = two_stage(vectors, 96)
