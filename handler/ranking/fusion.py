@@ -132,13 +132,15 @@ def shortlist_fusion(
     allowed_count: int,
     lexical_weight: float,
     k: int,
+    also: IndexArray | None = None,
 ) -> Shortlist:
     """``reciprocal_rank_fusion``'s k best without fusing every tool of a large catalog (issue #27).
 
     Only a tool one signal votes for scores more than ``STANDOUT_WEIGHT`` times its mean z-score, and a tool without
     either vote scores below each signal's least voting score: that bounds every tool off the shortlist. When the
     shortlist's k-th best is above the bound, the k best are among the shortlist; otherwise (a flat or tiny catalog)
-    every allowed tool is fused. ``eligible``: the allowed tools sharing a word with the task, ascending."""
+    every allowed tool is fused. ``eligible``: the allowed tools sharing a word with the task, ascending; ``also``:
+    allowed tools to keep on the shortlist whatever their votes (a vote added after the fusion may lift them)."""
     every = allowed_count == len(allowed)
     lexical_values = lexical[eligible]
     lexical_votes = top_votes(lexical_values)
@@ -146,6 +148,8 @@ def shortlist_fusion(
     kept = semantic if every else semantic[allowed]
     stats = (moments(lexical_values, allowed_count), moments(kept[kept != 0], allowed_count))
     ids = np.union1d(eligible[lexical_votes.voters], semantic_votes.voters)
+    if also is not None:
+        ids = np.union1d(ids, also)
     if len(ids) < allowed_count:
         unvoted_lexical = lexical_votes.floor if len(lexical_votes.voters) < len(eligible) else 0.0
         bound = (

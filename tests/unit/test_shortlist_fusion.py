@@ -63,3 +63,15 @@ def test_at_a_hundred_thousand_tools_the_shortlist_is_small_and_exact(seed: int,
     eligible = np.flatnonzero(allowed & (lexical > 0))
     found = shortlist_fusion(lexical, eligible, semantic, allowed, int(allowed.sum()), 1.0, 5)
     assert len(found.ids) < 1_000  # the two signals' voters (ties share a rank), not the catalog
+
+
+def test_a_tool_asked_for_is_on_the_shortlist_with_its_exhaustive_score() -> None:
+    rng = np.random.default_rng(5)
+    lexical, semantic = signals(rng, 50_000, 0.02, None)
+    allowed = np.ones(50_000, dtype=bool)
+    eligible = np.flatnonzero(lexical > 0)
+    weakest = int(np.argmin(semantic))
+    found = shortlist_fusion(lexical, eligible, semantic, allowed, 50_000, 1.0, 5, also=np.array([weakest]))
+    fused = reciprocal_rank_fusion(lexical, semantic, allowed, 1.0)
+    assert weakest in found.ids.tolist() and len(found.ids) < 1_000
+    np.testing.assert_array_equal(found.scores, fused[found.ids])
