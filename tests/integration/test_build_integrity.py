@@ -4,11 +4,13 @@ IntegrityError and a message that says what is wrong; a corrupt cached S3 copy i
 from __future__ import annotations
 
 import json
+import mmap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
+import numpy as np
 import pytest
 from moto import mock_aws
 
@@ -46,6 +48,31 @@ def flip_bytes(path: Path, offset: int = -16, count: int = 4) -> None:
 
 def test_an_intact_build_loads(build_dir: Path, embedder: OnnxEmbedder) -> None:
     assert load_build(build_dir, embedder.fingerprint).manifest.tool_count == 12
+
+
+def mapping_of(array: np.ndarray[Any, Any]) -> object:
+    base: object = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base
+
+
+def test_a_loaded_build_is_mapped_read_only_not_copied(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    """Issue 27: the arrays and the records are the files themselves, shared with the page cache, and no code can
+    write into them; the checksums are verified before anything is mapped."""
+    index = load_build(build_dir, embedder.fingerprint)
+    bm25 = index.ranking.bm25
+    for array in (bm25.indptr, bm25.doc_ids, bm25.weights):
+        assert not array.flags.writeable
+        assert isinstance(mapping_of(array), mmap.mmap)
+        with pytest.raises(ValueError, match="read-only"):
+            array[:1] = 0
+    assert isinstance(index.tools._jsonl, mmap.mmap)
+    assert list(index.tools) == list(load_build(build_dir, embedder.fingerprint).tools)
+    del index  # unmapped before its file changes: a build is never changed in place while it is served
+    flip_bytes(build_dir / "vectors.npy")  # a copy changed after it was served is refused at its next load
+    with pytest.raises(IntegrityError, match=r"vectors\.npy does not match its sha256"):
+        load_build(build_dir, embedder.fingerprint)
 
 
 @pytest.mark.parametrize(
