@@ -14,7 +14,7 @@ mapping intact.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -68,15 +68,17 @@ class Index:
         return self if self.ranking.usage is None else replace(self, ranking=replace(self.ranking, usage=None))
 
 
-def verify_build(directory: Path, model_fingerprint: str) -> Manifest:
-    """The build's manifest, once its model is the one given and every file it lists matches its sha256."""
+def verify_build(directory: Path, model_fingerprint: str, checked: Mapping[str, str] | None = None) -> Manifest:
+    """The build's manifest, once its model is the one given and every file it lists matches its sha256.
+    ``checked``: the sha256 of files this process hashed as it wrote them (an S3 download): such a file is not read
+    again when the manifest lists that same sha256."""
     manifest = _manifest_of(directory)
     if manifest.model.fingerprint != model_fingerprint:
         raise IntegrityError(
             f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
             f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
         )
-    _verify_files(directory, manifest)
+    _verify_files(directory, manifest, checked=checked or {})
     return manifest
 
 
@@ -145,10 +147,13 @@ def _manifest_of(directory: Path) -> Manifest:
     return read_manifest(manifest_path.read_bytes())
 
 
-def _verify_files(directory: Path, manifest: Manifest, names: frozenset[str] | None = None) -> None:
-    """Refuse the build unless the files its manifest lists (or ``names`` of them) match their sha256."""
+def _verify_files(
+    directory: Path, manifest: Manifest, names: frozenset[str] | None = None, checked: Mapping[str, str] | None = None
+) -> None:
+    """Refuse the build unless the files its manifest lists (or ``names`` of them) match their sha256 (``checked``:
+    as verify_build)."""
     for name, digest in manifest.files.items():
-        if names is not None and name not in names:
+        if (names is not None and name not in names) or (checked and checked.get(name) == digest):
             continue
         path = directory / name
         if not path.is_file():

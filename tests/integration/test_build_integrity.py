@@ -18,6 +18,7 @@ from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.errors import IndexUnavailableError, IntegrityError
+from handler.index import load as load_module
 from handler.index.format import BUILDS, MANIFEST, BuiltIndex, catalog_digest
 from handler.index.load import load_build
 from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
@@ -250,6 +251,26 @@ def test_a_corrupt_object_in_s3_is_refused_and_not_kept(
     assert not (cache / manifest.build_id).exists()
     s3.put_object(Bucket=BUCKET, Key=key, Body=original)  # the operator re-publishes the object
     assert load_latest(store, cache, embedder.fingerprint).manifest.tool_count == 12
+
+
+def test_a_download_is_hashed_as_it_arrives_and_a_cached_copy_when_loaded(
+    built: BuiltIndex, embedder: OnnxEmbedder, s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: a file streamed from S3 is hashed on the way and not read again to verify it; a copy found in the
+    cache (written by an earlier process, or changed since) is verified in full."""
+    manifest = publish(built, f"s3://{BUCKET}/idx", s3_client=s3)
+    hashed: list[str] = []
+
+    def counted(path: Path) -> str:
+        hashed.append(path.name)
+        return sha256_file(path)
+
+    monkeypatch.setattr(load_module, "sha256_file", counted)
+    store, cache = S3IndexStore(s3, BUCKET, "idx"), tmp_path / "cache"
+    assert load_latest(store, cache, embedder.fingerprint).manifest.build_id == manifest.build_id
+    assert hashed == []
+    assert load_latest(store, cache, embedder.fingerprint).manifest.build_id == manifest.build_id
+    assert sorted(hashed) == sorted(manifest.files)
 
 
 def test_a_model_mismatch_on_s3_drops_the_cached_copy(
