@@ -128,13 +128,23 @@ class ToolNames(Sequence[str]):
     def __init__(self, names: Sequence[str], namespace: str | None = None) -> None:
         """``namespace``: the deployment's, whose own tool names the build may not hold (None: not checked, for a
         build read only as the source of a new one)."""
-        problem = describe_collisions(names)
+        self._names = tuple(names)
+        # One pass over every spelling: the lookup table, and whether any two names share a spelling (at 1M tools
+        # this is most of what loading the names costs, so it is not done again to look for collisions).
+        positions: dict[str, int] = {}
+        clash = False
+        for i, name in enumerate(self._names):
+            for key in spelling_keys(name):
+                clash = positions.setdefault(key, i) != i or clash
+        problem = describe_collisions(self._names) if clash else None
         if problem is None and namespace is not None:
-            problem = describe_reserved(names, namespace)
+            # Without a clash each spelling means one name: toolrec's own spellings are looked up, not searched for.
+            own = {name_key(own_tool_name(namespace, tool)) for tool in OWN_TOOLS}
+            taken = sorted({positions[key] for key in own if key in positions})
+            problem = describe_reserved([self._names[i] for i in taken], namespace)
         if problem is not None:
             raise IntegrityError(f"the index cannot be served: {problem}; rebuild it from a corrected catalog")
-        self._names = tuple(names)
-        self._positions = {key: i for i, name in enumerate(self._names) for key in spelling_keys(name)}
+        self._positions = positions
 
     def __len__(self) -> int:
         return len(self._names)

@@ -3,14 +3,21 @@ the service answers from and the build step rebuilds from.
 
 Verification and assembly are separate steps so each says what it guarantees: ``verify_build`` reads no array,
 ``assemble`` trusts a verified directory and only checks that the pieces fit one another.
+
+The arrays and the tool records are memory-mapped read-only, not read: nothing is copied at load, a page is resident
+only once a query reads it (and is the page cache's, not the heap's), and no code can write into a loaded build. A
+build directory is therefore never changed in place once loaded: a publish writes a new ``builds/<id>/``, the S3
+cache writes each build once under its own name, and a refresh drops older copies by unlinking them, which leaves a
+mapping intact.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +38,7 @@ from handler.index.format import (
     Manifest,
     read_manifest,
 )
-from handler.index.records import ToolKeys, ToolRecords, to_jsonl
+from handler.index.records import ToolKeys, ToolRecords, map_records, to_jsonl
 from handler.index.table import ToolTable
 from handler.inference.int8_scoring import Int8Rows, Int8Scorer
 from handler.inference.model_files import sha256_file
@@ -63,15 +70,17 @@ class Index:
         return self if self.ranking.usage is None else replace(self, ranking=replace(self.ranking, usage=None))
 
 
-def verify_build(directory: Path, model_fingerprint: str) -> Manifest:
-    """The build's manifest, once its model is the one given and every file it lists matches its sha256."""
+def verify_build(directory: Path, model_fingerprint: str, checked: Mapping[str, str] | None = None) -> Manifest:
+    """The build's manifest, once its model is the one given and every file it lists matches its sha256.
+    ``checked``: the sha256 of files this process hashed as it wrote them (an S3 download): such a file is not read
+    again when the manifest lists that same sha256."""
     manifest = _manifest_of(directory)
     if manifest.model.fingerprint != model_fingerprint:
         raise IntegrityError(
             f"index {manifest.build_id} was built with model {manifest.model.fingerprint[:12]}, "
             f"but this service runs {model_fingerprint[:12]}: rebuild the index or deploy the matching model"
         )
-    _verify_files(directory, manifest)
+    _verify_files(directory, manifest, checked=checked or {})
     return manifest
 
 
@@ -80,7 +89,7 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: s
     ``threads``: onnxruntime's intra-op threads for the int8 scoring, as for the query embedding (Settings).
     ``namespace``: the deployment's (Settings.mcp_namespace): a build holding one of its own tools' names is refused;
     None reads the build only as the source of another one."""
-    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in ARRAYS}
+    arrays = {name: _mapped_array(directory, name) for name in ARRAYS}
     tools = _tool_records(directory, manifest.schema_version)
     if len(tools) != manifest.tool_count:
         raise IntegrityError(f"index {manifest.build_id} holds {len(tools)} tools, manifest: {manifest.tool_count}")
@@ -141,10 +150,13 @@ def _manifest_of(directory: Path) -> Manifest:
     return read_manifest(manifest_path.read_bytes())
 
 
-def _verify_files(directory: Path, manifest: Manifest, names: frozenset[str] | None = None) -> None:
-    """Refuse the build unless the files its manifest lists (or ``names`` of them) match their sha256."""
+def _verify_files(
+    directory: Path, manifest: Manifest, names: frozenset[str] | None = None, checked: Mapping[str, str] | None = None
+) -> None:
+    """Refuse the build unless the files its manifest lists (or ``names`` of them) match their sha256 (``checked``:
+    as verify_build)."""
     for name, digest in manifest.files.items():
-        if names is not None and name not in names:
+        if (names is not None and name not in names) or (checked and checked.get(name) == digest):
             continue
         path = directory / name
         if not path.is_file():
@@ -157,7 +169,7 @@ def _coarse(directory: Path, manifest: Manifest, vectors: QuantizedVectors, thre
     """A large build's two-stage dense signal (handler/ranking/coarse.py); None for a build that scans every vector."""
     if manifest.coarse_dimensions is None:
         return None
-    codes, scales, projection, mean = (np.load(directory / f"{n}.npy", allow_pickle=False) for n in COARSE_ARRAYS)
+    codes, scales, projection, mean = (_mapped_array(directory, name) for name in COARSE_ARRAYS)
     width = manifest.model.dimensions
     if codes.shape != (len(vectors.scales), manifest.coarse_dimensions) or projection.shape != (width, codes.shape[1]):
         raise IntegrityError(f"index {manifest.build_id}: coarse codes have shape {codes.shape}")
@@ -168,8 +180,13 @@ def _coarse(directory: Path, manifest: Manifest, vectors: QuantizedVectors, thre
     return CoarseSemantic(projection, mean, scan, exact)
 
 
+def _mapped_array(directory: Path, name: str) -> np.ndarray[Any, Any]:
+    """A build's array, memory-mapped read-only (the module's docstring says why), as a plain ndarray."""
+    return np.asarray(np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False))
+
+
 def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
-    arrays = {name: np.load(directory / f"{name}.npy", allow_pickle=False) for name in USAGE_ARRAYS}
+    arrays = {name: _mapped_array(directory, name) for name in USAGE_ARRAYS}
     past = QuantizedVectors(arrays["usage_vectors"], arrays["usage_scales"])
     tools, indptr, companions = arrays["usage_tools"], arrays["co_usage_indptr"], arrays["co_usage_tools"]
     n = manifest.tool_count
@@ -187,7 +204,7 @@ def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
 
 def _tool_records(directory: Path, schema_version: int) -> ToolRecords:
     if schema_version == SCHEMA_VERSION:
-        return ToolRecords((directory / TOOLS).read_bytes(), _tool_keys(directory / TOOL_KEYS))
+        return map_records(directory / TOOLS, _tool_keys(directory / TOOL_KEYS))
     try:  # schema 1: validate the whole list once, as that version's loader did, then serve it the same way
         tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS_V1).read_bytes())]
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError

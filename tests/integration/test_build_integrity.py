@@ -4,11 +4,13 @@ IntegrityError and a message that says what is wrong; a corrupt cached S3 copy i
 from __future__ import annotations
 
 import json
+import mmap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
+import numpy as np
 import pytest
 from moto import mock_aws
 
@@ -16,6 +18,7 @@ from build_index.build import index_tools
 from build_index.model_prepare import MODEL_ID
 from build_index.publish import publish
 from handler.errors import IndexUnavailableError, IntegrityError
+from handler.index import load as load_module
 from handler.index.format import BUILDS, MANIFEST, BuiltIndex, catalog_digest
 from handler.index.load import load_build
 from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
@@ -46,6 +49,31 @@ def flip_bytes(path: Path, offset: int = -16, count: int = 4) -> None:
 
 def test_an_intact_build_loads(build_dir: Path, embedder: OnnxEmbedder) -> None:
     assert load_build(build_dir, embedder.fingerprint).manifest.tool_count == 12
+
+
+def mapping_of(array: np.ndarray[Any, Any]) -> object:
+    base: object = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base
+
+
+def test_a_loaded_build_is_mapped_read_only_not_copied(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    """Issue 27: the arrays and the records are the files themselves, shared with the page cache, and no code can
+    write into them; the checksums are verified before anything is mapped."""
+    index = load_build(build_dir, embedder.fingerprint)
+    bm25 = index.ranking.bm25
+    for array in (bm25.indptr, bm25.doc_ids, bm25.weights):
+        assert not array.flags.writeable
+        assert isinstance(mapping_of(array), mmap.mmap)
+        with pytest.raises(ValueError, match="read-only"):
+            array[:1] = 0
+    assert isinstance(index.tools._jsonl, mmap.mmap)
+    assert list(index.tools) == list(load_build(build_dir, embedder.fingerprint).tools)
+    del index  # unmapped before its file changes: a build is never changed in place while it is served
+    flip_bytes(build_dir / "vectors.npy")  # a copy changed after it was served is refused at its next load
+    with pytest.raises(IntegrityError, match=r"vectors\.npy does not match its sha256"):
+        load_build(build_dir, embedder.fingerprint)
 
 
 @pytest.mark.parametrize(
@@ -223,6 +251,26 @@ def test_a_corrupt_object_in_s3_is_refused_and_not_kept(
     assert not (cache / manifest.build_id).exists()
     s3.put_object(Bucket=BUCKET, Key=key, Body=original)  # the operator re-publishes the object
     assert load_latest(store, cache, embedder.fingerprint).manifest.tool_count == 12
+
+
+def test_a_download_is_hashed_as_it_arrives_and_a_cached_copy_when_loaded(
+    built: BuiltIndex, embedder: OnnxEmbedder, s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: a file streamed from S3 is hashed on the way and not read again to verify it; a copy found in the
+    cache (written by an earlier process, or changed since) is verified in full."""
+    manifest = publish(built, f"s3://{BUCKET}/idx", s3_client=s3)
+    hashed: list[str] = []
+
+    def counted(path: Path) -> str:
+        hashed.append(path.name)
+        return sha256_file(path)
+
+    monkeypatch.setattr(load_module, "sha256_file", counted)
+    store, cache = S3IndexStore(s3, BUCKET, "idx"), tmp_path / "cache"
+    assert load_latest(store, cache, embedder.fingerprint).manifest.build_id == manifest.build_id
+    assert hashed == []
+    assert load_latest(store, cache, embedder.fingerprint).manifest.build_id == manifest.build_id
+    assert sorted(hashed) == sorted(manifest.files)
 
 
 def test_a_model_mismatch_on_s3_drops_the_cached_copy(
