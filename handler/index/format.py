@@ -44,6 +44,8 @@ VOCABULARY = "bm25_vocabulary.json"
 ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weights")
 # Only in a build with usage evidence (build_index/usage/fold.py); a build without it is exactly what it was before.
 USAGE_ARRAYS = ("usage_vectors", "usage_scales", "usage_tools", "co_usage_indptr", "co_usage_tools", "co_usage_shares")
+# Only in a usage build whose summary says ``classifier`` (issue 25); a warm build written before it loads as it was.
+CLASSIFIER_ARRAYS = ("usage_classifier", "usage_classifier_scales")
 
 
 class ModelRef(BaseModel):
@@ -74,6 +76,7 @@ class UsageSummary(BaseModel):
     tools_with_usage: int
     ignored: dict[str, int]  # weaker evidence, by kind: counted, never used
     evidence_sha256: str  # of what was folded (build_index/usage/fold.py), so a refresh can tell whether it changed
+    classifier: bool = False  # the build holds the task classifier (CLASSIFIER_ARRAYS), one row per tool with usage
 
 
 class Manifest(BaseModel):
@@ -99,9 +102,10 @@ class UsageArrays:
     co_indptr: npt.NDArray[np.int64]
     co_tools: npt.NDArray[np.int32]
     co_shares: npt.NDArray[np.float32]
+    classifier: QuantizedVectors | None = None  # one row per past_tasks row
 
     def as_files(self) -> dict[str, np.ndarray[Any, Any]]:
-        return dict(
+        files: dict[str, np.ndarray[Any, Any]] = dict(
             zip(
                 USAGE_ARRAYS,
                 (
@@ -115,6 +119,10 @@ class UsageArrays:
                 strict=True,
             )
         )
+        if self.classifier is not None:
+            rows = np.asfortranarray(self.classifier.values)  # column-major, as past_tasks
+            files.update(zip(CLASSIFIER_ARRAYS, (rows, self.classifier.scales), strict=True))
+        return files
 
 
 @dataclass(frozen=True)
@@ -191,7 +199,8 @@ def read_manifest(text: str | bytes) -> Manifest:
         manifest = Manifest.model_validate(raw)
     except ValidationError as exc:
         raise IntegrityError(f"the index manifest is invalid: {exc.error_count()} problem(s)") from exc
-    expected = expected_files(manifest.schema_version, with_usage=manifest.usage is not None)
+    usage = manifest.usage
+    expected = expected_files(manifest.schema_version, usage is not None, usage is not None and usage.classifier)
     # Checked here, before any reader uses a name: the S3 fetch writes each listed name under its cache directory
     # before the checksums are verified, and a `../` or absolute name wrote outside it (issue 15). Only the
     # format's own plain file names pass, so no name can carry a separator, `..` or a root.
@@ -202,8 +211,8 @@ def read_manifest(text: str | bytes) -> Manifest:
     return manifest
 
 
-def expected_files(schema_version: int, with_usage: bool = False) -> frozenset[str]:
+def expected_files(schema_version: int, with_usage: bool = False, with_classifier: bool = False) -> frozenset[str]:
     """The plain file names a build of this schema version holds besides the manifest."""
     record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
-    arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ())
+    arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ()) + (CLASSIFIER_ARRAYS if with_classifier else ())
     return frozenset({f"{name}.npy" for name in arrays} | record_files | {VOCABULARY})

@@ -17,7 +17,7 @@ from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import evidence_weight, reciprocal_rank_fusion
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
 from handler.ranking.topk import top_k
-from handler.ranking.usage import UsageEvidence, companion_votes, with_past_tasks
+from handler.ranking.usage import UsageEvidence, classifier_votes, companion_votes, with_past_tasks
 
 
 class Method(StrEnum):
@@ -183,6 +183,7 @@ class RankingIndex:
             task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
             lifted = with_past_tasks(semantic, self.usage, task_vector)
             fused = reciprocal_rank_fusion(words, lifted, allowed, lexical_weight)
+            fused = fused + classifier_votes(self.usage, task_vector, fused, allowed)
             fused = fused + companion_votes(self.usage, fused, allowed)
         # The no match and each hit's cosine stay the text's: usage reorders what the text finds, never more.
         return fused, semantic

@@ -9,11 +9,19 @@ Two signals, both precomputed by the build from successful executions linked to 
 - co-usage: for each tool, the tools run with it for one task, and in what share of its execution groups. The
   second and third tool of a multi-tool task rarely resemble its text; they resemble what is used beside the
   first (``companion_votes``).
+- a task classifier: one linear model per tool with usage, fit by the build on the same past tasks (ridge
+  regression of "this tool ran for it" on the task's embedding, issue 25). Where a tool serves varied requests
+  the mean of its past tasks blurs; the classifier weighs what tells its tasks apart from other tools' tasks. It
+  votes for its best tool only when that tool's score stands out (``CLASSIFIER_MARGIN`` above the next tool's
+  and above 0, the score of "none of them"), so it abstains where history does not separate the tools
+  (``classifier_votes``).
 
 Bounds: a past task only counts when it is close to the query (``PAST_TASK_FLOOR``), so evidence for one kind of
 task moves no unrelated one; companions vote at half a signal's weight and only among the tools already ranked in
 the first ``COMPANION_CANDIDATES``; and the build keeps distinct tasks, each user giving at most a few per tool, so
-a burst of calls is one past task. The constants were chosen leave-one-set-out (docs/quality.md "Learning from use").
+a burst of calls is one past task; the classifier learns from exactly those past tasks and its vote is at most
+``CLASSIFIER_WEIGHT`` of a signal's first place, for a tool the ranking already holds in its first
+``CLASSIFIER_CANDIDATES``. The constants were chosen leave-one-set-out (docs/quality.md "Learning from use").
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import numpy.typing as npt
 
 from handler.ranking.arrays import BoolArray, FloatArray, IntArray
 from handler.ranking.dense import DenseScorer
-from handler.ranking.fusion import rank_votes
+from handler.ranking.fusion import RANK_CONSTANT, rank_votes
 from handler.ranking.topk import top_k
 
 PAST_TASK_FLOOR = 0.5  # below this cosine a tool's past tasks say nothing about the query
@@ -34,6 +42,9 @@ PAST_TASK_SHARE = 0.9  # a past task's cosine counts a little less than the tool
 COMPANION_WEIGHT = 0.5
 COMPANION_SEEDS = 3  # the best hits whose companions are lifted
 COMPANION_CANDIDATES = 20  # only a tool the text already ranks this high can be lifted as a companion
+CLASSIFIER_WEIGHT = 0.5  # of a first place's vote
+CLASSIFIER_MARGIN = 0.3  # the classifier's best score over the next tool's (and over 0) before it votes
+CLASSIFIER_CANDIDATES = 20  # it votes only for a tool the ranking already holds this high
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,8 @@ class UsageEvidence:
     co_indptr: npt.NDArray[np.int64]  # CSR over tools: tool t's companions are co_tools[indptr[t]:indptr[t+1]]
     co_tools: IntArray
     co_shares: FloatArray  # the share of t's execution groups that also ran the companion, in (0, 1]
+    # One row per row of past_tasks (the same tools): the classifier's weights; None in a build without it.
+    classifier: DenseScorer | None = None
 
     def past_task_cosines(self, task_vector: FloatArray, tool_count: int) -> FloatArray:
         """Each tool's cosine between the task and its past tasks; -1 for a tool with none."""
@@ -57,6 +70,29 @@ class UsageEvidence:
             start, end = self.co_indptr[seed], self.co_indptr[seed + 1]
             np.add.at(strength, self.co_tools[start:end], self.co_shares[start:end] / (place + 1))
         return strength
+
+
+def classifier_votes(
+    usage: UsageEvidence, task_vector: FloatArray, fused: FloatArray, allowed: BoolArray
+) -> FloatArray:
+    """A vote for the allowed tool the classifier picks for the task, when its pick stands out by
+    ``CLASSIFIER_MARGIN`` and the ranking already holds it in its first ``CLASSIFIER_CANDIDATES``; else none."""
+    votes = np.zeros_like(fused)
+    if usage.classifier is None or not len(usage.past_task_tools):
+        return votes
+    open_rows = allowed[usage.past_task_tools]
+    if not open_rows.any():
+        return votes
+    scores = np.where(open_rows, usage.classifier.score(task_vector), -np.inf)
+    best = int(np.argmax(scores))
+    runner_up = float(np.max(np.delete(scores, best), initial=0.0))
+    if float(scores[best]) - max(runner_up, 0.0) < CLASSIFIER_MARGIN:
+        return votes
+    tool = int(usage.past_task_tools[best])
+    if tool not in top_k(np.where(allowed, fused, -np.inf), CLASSIFIER_CANDIDATES):
+        return votes
+    votes[tool] = CLASSIFIER_WEIGHT / (RANK_CONSTANT + 1)
+    return votes
 
 
 def with_past_tasks(semantic: FloatArray, usage: UsageEvidence, task_vector: FloatArray) -> FloatArray:
