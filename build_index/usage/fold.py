@@ -47,7 +47,7 @@ KEYS_PER_EVIDENCE = 3  # a tool, or a pair of co-used tools, learns from the que
 MAX_PAST_TASKS = 50_000  # a bound on the build's embedding work (about 6 minutes on one core)
 # The classifier's ridge penalty, in units of the past tasks' own weight (unit rows): chosen leave-one-set-out
 # with handler/ranking/usage.py's CLASSIFIER_* constants (docs/quality.md "Learning from use").
-CLASSIFIER_RIDGE = 1.0
+CLASSIFIER_RIDGE = 0.1
 
 
 @dataclass(frozen=True)

@@ -181,9 +181,10 @@ class RankingIndex:
             fused = reciprocal_rank_fusion(words, semantic, allowed, lexical_weight)
         else:
             task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
-            lifted = with_past_tasks(semantic, self.usage, task_vector)
+            past = self.usage.past_task_cosines(task_vector, len(semantic))
+            lifted = with_past_tasks(semantic, self.usage, task_vector, past)
             fused = reciprocal_rank_fusion(words, lifted, allowed, lexical_weight)
-            fused = fused + classifier_votes(self.usage, task_vector, fused, allowed)
+            fused = fused + classifier_votes(self.usage, task_vector, past, allowed)
             fused = fused + companion_votes(self.usage, fused, allowed)
         # The no match and each hit's cosine stay the text's: usage reorders what the text finds, never more.
         return fused, semantic
