@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from build_index.cli_options import model_dir_option
 from build_index.ops.policy_cli import add_policy_parser, run_policy
 
 
@@ -38,8 +39,27 @@ def cmd_stats(args: argparse.Namespace) -> int:
         records = query_log_records(args.table, args.region)
     else:
         records = local_query_log_records(args.policy or default_policy_file())
-    stats = recommendation_stats(records)
-    print(json.dumps(stats.as_json()) if args.json else stats_report(stats))
+    if not args.per_tool:
+        stats = recommendation_stats(records)
+        print(json.dumps(stats.as_json()) if args.json else stats_report(stats))
+        return 0
+    from build_index.ops.tool_stats import tool_report, tool_uses, with_rank_movement
+
+    uses = tool_uses(records)
+    if args.index:
+        import tempfile
+
+        from build_index.cli_options import embedder_for
+        from handler.index.store import load_latest, open_store
+
+        embedder = embedder_for(args)
+        with tempfile.TemporaryDirectory() as cache:
+            index = load_latest(open_store(args.index), Path(cache), embedder.fingerprint)
+            with_rank_movement(uses, index, embedder, args.top)
+    if args.json:
+        print(json.dumps({name: use.as_json() for name, use in sorted(uses.items())}))
+    else:
+        print(tool_report(uses, args.top))
     return 0
 
 
@@ -62,6 +82,14 @@ def add_ops_commands(commands: Any) -> None:
     )
     stats.add_argument("--region", default=None, help="AWS region (default: the environment's)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.add_argument(
+        "--per-tool", action="store_true", help="per tool: times suggested, run after a suggestion (issue 25)"
+    )
+    stats.add_argument(
+        "--index", default=None, help="with --per-tool: index whose usage moved each tool (cold -> warm mean rank)"
+    )
+    stats.add_argument("--top", type=int, default=20, help="with --per-tool: the most suggested tools shown")
+    model_dir_option(stats)
     stats.set_defaults(run=cmd_stats)
     _loadtest_parser(commands)
 

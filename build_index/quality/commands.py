@@ -37,7 +37,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.usage_split is not None:
         from build_index.quality.usage_eval import evaluate_usage_split, format_split_report
 
-        split = evaluate_usage_split(args.bench_dir, args.usage_split, embedder_for(args), MODEL_ID, **options)
+        embedder = embedder_for(args)
+        split = evaluate_usage_split(args.bench_dir, args.usage_split, embedder, MODEL_ID, args.traffic, **options)
         print(json.dumps(split) if args.json else format_split_report(split))
         return 0
     usage = None
@@ -102,6 +103,13 @@ def add_quality_commands(commands: Any) -> None:
         type=_share,
         metavar="SHARE",
         help="use this share of the queries (by a fixed hash of their id) as history; score cold and warm on the rest",
+    )
+    evaluation.add_argument(
+        "--traffic",
+        choices=("simple", "real"),
+        default="simple",
+        help="with --usage-split: each history query run once (simple), or asked by several users and keys, "
+        "suggested by the cold index, sometimes failed or never run, folded from a query log (real)",
     )
     model_dir_option(evaluation)
     evaluation.set_defaults(run=cmd_eval)

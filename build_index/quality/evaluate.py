@@ -163,7 +163,8 @@ def cached_index(
 def _usage_digest(usage: UsageLog, cold_build: str) -> str:
     digest = hashlib.sha256(cold_build.encode())
     for group in usage.groups:
-        digest.update(json.dumps([group.task, group.tools]).encode())
+        # who ran it counts: the fold bounds each user's and each key's share of a tool's past tasks
+        digest.update(json.dumps([group.task, group.tools, group.user_id, group.key_id]).encode())
     fold = Path(__file__).parents[1] / "usage" / "fold.py"
     digest.update(fold.read_bytes())  # the folding decides what is indexed
     return digest.hexdigest()[:16]

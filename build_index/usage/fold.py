@@ -45,6 +45,9 @@ TASKS_PER_USER_PER_TOOL = 4  # one user cannot fill a tool's past tasks alone
 TASKS_PER_KEY_PER_TOOL = 16  # nor one key, whatever users it names: at least four keys' tasks fit
 KEYS_PER_EVIDENCE = 3  # a tool, or a pair of co-used tools, learns from the query log once this many keys ran it
 MAX_PAST_TASKS = 50_000  # a bound on the build's embedding work (about 6 minutes on one core)
+# The classifier's ridge penalty, in units of the past tasks' own weight (unit rows): chosen leave-one-set-out
+# with handler/ranking/usage.py's CLASSIFIER_* constants (docs/quality.md "Learning from use").
+CLASSIFIER_RIDGE = 0.1
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,7 @@ def fold_usage(
         past_tasks=quantize(means),
         past_task_tools=np.array(tools, dtype=np.int32),
         **co_usage,
+        classifier=quantize(fit_classifier(vectors, [[row_of[text] for text in chosen[tool]] for tool in tools])),
     )
     times = sorted(g.at for g, _ in groups if g.at is not None)
     summary = UsageSummary(
@@ -168,8 +172,26 @@ def fold_usage(
         tools_with_usage=len(tools),
         ignored=dict(sorted(ignored.items())),
         evidence_sha256=_evidence_digest(chosen, co_usage),
+        classifier=True,
     )
     return arrays, summary
+
+
+def fit_classifier(vectors: FloatArray, rows_of_class: Sequence[Sequence[int]]) -> FloatArray:
+    """Ridge regression of each class's indicator on the task embeddings (``vectors``, one unit row per distinct
+    past task; class c ran for the rows ``rows_of_class[c]``): one weight row per class, so that a task's score
+    for c is near 1 where it resembles c's tasks and not the others', near 0 where it resembles none. The
+    classifier sees only the past tasks ``past_tasks_by_tool`` kept, with their per-user and per-key bounds."""
+    dimensions = vectors.shape[1]
+    weights = np.zeros((len(rows_of_class), dimensions), dtype=np.float32)
+    if not rows_of_class:
+        return weights
+    used = sorted({row for rows in rows_of_class for row in rows})
+    x = vectors[used].astype(np.float64)
+    gram = x.T @ x + CLASSIFIER_RIDGE * np.eye(dimensions)
+    sums = np.stack([vectors[list(rows)].sum(axis=0, dtype=np.float64) for rows in rows_of_class])  # X^T Y, by class
+    weights[:] = np.linalg.solve(gram, sums.T).T
+    return weights
 
 
 def evidence_digest(log: UsageLog, tool_names: Sequence[str]) -> str:

@@ -47,6 +47,8 @@ ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weigh
 USAGE_ARRAYS = ("usage_vectors", "usage_scales", "usage_tools", "co_usage_indptr", "co_usage_tools", "co_usage_shares")
 # Only in a build of COARSE_MIN_TOOLS or more tools (handler/ranking/coarse.py); a smaller build is what it was before.
 COARSE_ARRAYS = ("coarse_codes", "coarse_scales", "coarse_projection", "coarse_mean")
+# Only in a usage build whose summary says ``classifier`` (issue 25); a warm build written before it loads as it was.
+CLASSIFIER_ARRAYS = ("usage_classifier", "usage_classifier_scales")
 
 
 class ModelRef(BaseModel):
@@ -77,6 +79,7 @@ class UsageSummary(BaseModel):
     tools_with_usage: int
     ignored: dict[str, int]  # weaker evidence, by kind: counted, never used
     evidence_sha256: str  # of what was folded (build_index/usage/fold.py), so a refresh can tell whether it changed
+    classifier: bool = False  # the build holds the task classifier (CLASSIFIER_ARRAYS), one row per tool with usage
 
 
 class Manifest(BaseModel):
@@ -104,9 +107,10 @@ class UsageArrays:
     co_indptr: npt.NDArray[np.int64]
     co_tools: npt.NDArray[np.int32]
     co_shares: npt.NDArray[np.float32]
+    classifier: QuantizedVectors | None = None  # one row per past_tasks row
 
     def as_files(self) -> dict[str, np.ndarray[Any, Any]]:
-        return dict(
+        files: dict[str, np.ndarray[Any, Any]] = dict(
             zip(
                 USAGE_ARRAYS,
                 (
@@ -120,6 +124,10 @@ class UsageArrays:
                 strict=True,
             )
         )
+        if self.classifier is not None:
+            rows = np.asfortranarray(self.classifier.values)  # column-major, as past_tasks
+            files.update(zip(CLASSIFIER_ARRAYS, (rows, self.classifier.scales), strict=True))
+        return files
 
 
 def coarse_files(coarse: CoarseCodes) -> dict[str, np.ndarray[Any, Any]]:
@@ -209,9 +217,11 @@ def read_manifest(text: str | bytes) -> Manifest:
         manifest = Manifest.model_validate(raw)
     except ValidationError as exc:
         raise IntegrityError(f"the index manifest is invalid: {exc.error_count()} problem(s)") from exc
+    usage = manifest.usage
     expected = expected_files(
         manifest.schema_version,
-        with_usage=manifest.usage is not None,
+        with_usage=usage is not None,
+        with_classifier=usage is not None and usage.classifier,
         with_coarse=manifest.coarse_dimensions is not None,
     )
     # Checked here, before any reader uses a name: the S3 fetch writes each listed name under its cache directory
@@ -224,8 +234,11 @@ def read_manifest(text: str | bytes) -> Manifest:
     return manifest
 
 
-def expected_files(schema_version: int, with_usage: bool = False, with_coarse: bool = False) -> frozenset[str]:
+def expected_files(
+    schema_version: int, with_usage: bool = False, with_classifier: bool = False, with_coarse: bool = False
+) -> frozenset[str]:
     """The plain file names a build of this schema version holds besides the manifest."""
     record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
-    arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ()) + (COARSE_ARRAYS if with_coarse else ())
+    arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ()) + (CLASSIFIER_ARRAYS if with_classifier else ())
+    arrays += COARSE_ARRAYS if with_coarse else ()
     return frozenset({f"{name}.npy" for name in arrays} | record_files | {VOCABULARY})

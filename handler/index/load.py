@@ -26,6 +26,7 @@ from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
 from handler.index.format import (
     ARRAYS,
+    CLASSIFIER_ARRAYS,
     COARSE_ARRAYS,
     MANIFEST,
     SCHEMA_VERSION,
@@ -186,7 +187,9 @@ def _mapped_array(directory: Path, name: str) -> np.ndarray[Any, Any]:
 
 
 def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
-    arrays = {name: _mapped_array(directory, name) for name in USAGE_ARRAYS}
+    with_classifier = manifest.usage is not None and manifest.usage.classifier
+    names = USAGE_ARRAYS + (CLASSIFIER_ARRAYS if with_classifier else ())
+    arrays = {name: _mapped_array(directory, name) for name in names}
     past = QuantizedVectors(arrays["usage_vectors"], arrays["usage_scales"])
     tools, indptr, companions = arrays["usage_tools"], arrays["co_usage_indptr"], arrays["co_usage_tools"]
     n = manifest.tool_count
@@ -197,9 +200,16 @@ def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
         and companions.shape == arrays["co_usage_shares"].shape == (int(indptr[-1]),)
         and bool(((tools >= 0) & (tools < n)).all() and ((companions >= 0) & (companions < n)).all())
     )
+    classifier = None
+    if with_classifier:
+        classifier = QuantizedVectors(arrays["usage_classifier"], arrays["usage_classifier_scales"])
+        consistent = (
+            consistent and classifier.values.shape == past.values.shape and classifier.scales.shape == tools.shape
+        )
     if not consistent:
         raise IntegrityError(f"index {manifest.build_id}: its usage arrays do not fit its {n} tools")
-    return UsageEvidence(Int8Scorer(past), tools, indptr, companions, arrays["co_usage_shares"])
+    scorer = None if classifier is None else Int8Scorer(classifier)
+    return UsageEvidence(Int8Scorer(past), tools, indptr, companions, arrays["co_usage_shares"], scorer)
 
 
 def _tool_records(directory: Path, schema_version: int) -> ToolRecords:

@@ -18,7 +18,13 @@ from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
 from handler.ranking.topk import top_k
-from handler.ranking.usage import COMPANION_CANDIDATES, UsageEvidence, companion_votes, with_past_tasks
+from handler.ranking.usage import (
+    COMPANION_CANDIDATES,
+    UsageEvidence,
+    classifier_votes,
+    companion_votes,
+    with_past_tasks,
+)
 
 
 class Method(StrEnum):
@@ -204,11 +210,15 @@ class RankingIndex:
             short = shortlist_fusion(words, eligible, cosines, allowed, allowed_count, lexical_weight, k)
             return self._top_of(short.ids, short.scores, k, exact, cosines)
         task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
-        lifted = with_past_tasks(cosines, self.usage, task_vector)
+        past = self.usage.past_task_cosines(task_vector, len(cosines))
+        lifted = with_past_tasks(cosines, self.usage, task_vector, past)
+        picked = classifier_votes(self.usage, task_vector, past, allowed)
         wanted = max(k, COMPANION_CANDIDATES)
-        short = shortlist_fusion(words, eligible, lifted, allowed, allowed_count, lexical_weight, wanted)
-        boost = companion_votes(self.usage, short.ids, short.scores, len(self))
-        return self._top_of(short.ids, (short.scores + boost).astype(np.float32), k, exact, cosines)
+        also = np.flatnonzero(picked)
+        short = shortlist_fusion(words, eligible, lifted, allowed, allowed_count, lexical_weight, wanted, also)
+        scores = short.scores + picked[short.ids]
+        boost = companion_votes(self.usage, short.ids, scores, len(self))
+        return self._top_of(short.ids, (scores + boost).astype(np.float32), k, exact, cosines)
 
     def _top(
         self, scores: FloatArray, usable: IndexArray, k: int, exact: int | None, cosines: FloatArray | None

@@ -98,6 +98,7 @@ def test_a_burst_of_fake_executions_moves_only_its_own_task_and_never_above_the_
     wordings = [f"{tied} {w}" for w in ("now", "today", "please", "asap", "quickly", "again", "for me", "at 9")]
     groups = [ExecutionGroup(w, ("Stripe.RefundPayment",), f"mallory{i % 8}") for i, w in enumerate(wordings * 8)]
     cold, warm = load(cold_root, embedder), warm_index(cold_root, groups, tmp_path / "warm", embedder)
+    assert warm.ranking.usage is not None and warm.ranking.usage.classifier is not None  # the classifier is in
     before, after = top(cold, embedder, tied), top(warm, embedder, tied)
     assert after[0] == before[0] == "Slack.SendMessage"
     others = [task for task, _ in acceptance_tasks()]
@@ -214,11 +215,37 @@ def test_build_folds_the_local_query_log_and_records_it_in_the_manifest(
         "past_task_rows": 1,
         "tools_with_usage": 1,
         "ignored": {},
+        "classifier": True,
     }
-    assert {"usage_vectors.npy", "co_usage_shares.npy"} <= set(loaded.manifest.files)
+    assert {"usage_vectors.npy", "co_usage_shares.npy", "usage_classifier.npy"} <= set(loaded.manifest.files)
     # No task text is stored: the index holds vectors and counts only, so no API answer can quote a task.
     for path in (out / "builds" / loaded.manifest.build_id).iterdir():
         assert b"failover" not in path.read_bytes(), path.name
+
+
+def test_stats_per_tool_shows_suggestions_runs_and_how_warm_ranking_moved_each_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25 item 4: `toolrec stats --per-tool --index` over the local query log and the build made from it."""
+    log = _log_with_one_execution(tmp_path, int(datetime.now(UTC).timestamp()) + 3600)
+    out = tmp_path / "index"
+    assert toolrec(["build", "--catalog", str(DEMO_DIR / "tools.jsonl"), "--usage", str(log), "--out", str(out)]) == 0
+    capsys.readouterr()
+    policy = str(tmp_path / "policy.json")
+    assert toolrec(["stats", "--per-tool", "--policy", policy, "--index", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows["Twilio.SendSms"] == {
+        "suggested": 3, "run_after_suggestion": 0, "tasks": 0, "cold_rank": None, "warm_rank": None
+    }  # fmt: skip
+    slack = rows["Slack.SendMessage"]
+    assert (slack["suggested"], slack["run_after_suggestion"], slack["tasks"]) == (3, 3, 1)
+    assert slack["warm_rank"] is not None and slack["cold_rank"] is not None
+    assert slack["warm_rank"] <= slack["cold_rank"]  # its own task: usage never ranks it lower there
+    assert toolrec(["stats", "--per-tool", "--policy", policy]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:3] in (
+        ["Slack.SendMessage", "3", "3"],
+        ["Twilio.SendSms", "3", "0"],
+    )
 
 
 def test_a_rebuild_after_the_log_expired_drops_that_usage(tmp_path: Path, embedder: OnnxEmbedder) -> None:
@@ -274,6 +301,24 @@ def test_usage_arrays_that_do_not_fit_the_tools_are_refused(
     np.save(build / "usage_tools.npy", np.array([len(TOOLS)], dtype=np.int32), allow_pickle=False)
     manifest = json.loads((build / "manifest.json").read_text())
     manifest["files"]["usage_tools.npy"] = sha256_file(build / "usage_tools.npy")
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IntegrityError, match=f"usage arrays do not fit its {len(TOOLS)} tools"):
+        load_build(build, embedder.fingerprint)
+
+
+def test_a_classifier_that_does_not_fit_or_match_its_checksum_is_refused(
+    cold_root: Path, tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """The classifier's weights are verified like every other file, and must have one row per tool with usage."""
+    warm_root = tmp_path / "warm"
+    warm = warm_index(cold_root, [ExecutionGroup("ping the team", ("Slack.SendMessage",))], warm_root, embedder)
+    build = warm_root / "builds" / warm.manifest.build_id
+    weights = np.load(build / "usage_classifier.npy")
+    np.save(build / "usage_classifier.npy", np.concatenate([weights, weights]), allow_pickle=False)
+    with pytest.raises(IntegrityError, match=r"usage_classifier\.npy does not match its sha256"):
+        load_build(build, embedder.fingerprint)
+    manifest = json.loads((build / "manifest.json").read_text())
+    manifest["files"]["usage_classifier.npy"] = sha256_file(build / "usage_classifier.npy")
     (build / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IntegrityError, match=f"usage arrays do not fit its {len(TOOLS)} tools"):
         load_build(build, embedder.fingerprint)

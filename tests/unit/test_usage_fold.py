@@ -18,6 +18,7 @@ from build_index.usage.fold import (
     TASKS_PER_USER_PER_TOOL,
     ExecutionGroup,
     UsageLog,
+    fit_classifier,
     fold_usage,
     groups_from_benchmark,
     groups_from_queries,
@@ -113,6 +114,22 @@ def test_a_burst_of_the_same_task_is_one_past_task_and_one_user_gives_at_most_a_
     assert float(arrays.past_tasks.dequantize()[0] @ (mean / np.linalg.norm(mean))) > 0.998  # int8 rounding
     assert summary.past_task_rows == summary.distinct_tasks == TASKS_PER_TOOL
     assert summary.tools_with_usage == 1
+    # The classifier learns from the same kept past tasks, not from the burst: mallory's 550 executions weigh 4 rows.
+    expected = fit_classifier(fake_embed(kept), [list(range(len(kept)))])
+    assert arrays.classifier is not None and summary.classifier
+    np.testing.assert_allclose(arrays.classifier.dequantize(), expected, atol=float(arrays.classifier.scales[0]))
+
+
+def test_the_classifier_scores_a_tool_high_for_its_own_tasks_and_low_for_anothers() -> None:
+    """Two tools, each run for its own kind of task: a task of one kind scores its tool near 1 and the other near 0."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(2, 32))
+    tasks = np.concatenate([c + 0.3 * rng.normal(size=(20, 32)) for c in centers]).astype(np.float32)
+    tasks /= np.linalg.norm(tasks, axis=1, keepdims=True)
+    weights = fit_classifier(tasks[::2], [list(range(0, 10)), list(range(10, 20))])
+    scores = tasks[1::2] @ weights.T  # the held-back tasks of each kind
+    assert (scores[:10, 0] > scores[:10, 1] + 0.3).all() and (scores[10:, 1] > scores[10:, 0] + 0.3).all()
+    assert fit_classifier(tasks, []).shape == (0, 32)
 
 
 def test_co_usage_shares_count_distinct_groups() -> None:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handler.ranking.dense import DenseMatrix, quantize
 from handler.ranking.usage import (
+    CLASSIFIER_MARGIN,
     COMPANION_CANDIDATES,
     PAST_TASK_FLOOR,
     PAST_TASK_SHARE,
     UsageEvidence,
+    classifier_votes,
     companion_votes,
     with_past_tasks,
 )
@@ -69,6 +73,46 @@ def test_companions_vote_only_for_allowed_tools_the_ranking_already_holds_high(s
     assert set(np.flatnonzero(votes)) <= plausible - set(ranked[:1])
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), tool_count=st.integers(1, 80), share_used=st.floats(0.0, 1.0))
+def test_the_classifier_votes_once_for_an_allowed_tool_and_only_when_its_pick_stands_out(
+    seed: int, tool_count: int, share_used: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    usage = evidence(rng, tool_count, int(share_used * tool_count))
+    weights = rng.normal(scale=0.5, size=(len(usage.past_task_tools), DIM)).astype(np.float32)
+    usage = replace(usage, classifier=DenseMatrix(weights))
+    task = unit_rows(rng, 1)[0]
+    allowed = rng.uniform(size=tool_count) < 0.7
+    past = usage.past_task_cosines(task, tool_count)
+    votes = classifier_votes(usage, task, past, allowed)
+    voted = np.flatnonzero(votes)
+    assert len(voted) <= 1 and (votes >= 0).all()
+    if not len(voted):
+        return
+    assert allowed[voted[0]] and past[voted[0]] >= PAST_TASK_FLOOR
+    scores = np.where(allowed[usage.past_task_tools], weights @ task, -np.inf)
+    best = int(np.argmax(scores))
+    assert usage.past_task_tools[best] == voted[0]
+    others = np.delete(scores, best)
+    assert scores[best] > 0 and scores[best] - max(float(others.max(initial=0.0)), 0.0) >= CLASSIFIER_MARGIN - 1e-6
+
+
+def test_the_classifier_abstains_between_two_tools_it_cannot_tell_apart() -> None:
+    """Two tools whose weights are the same: no pick stands out, so no vote, however close the task is."""
+    rng = np.random.default_rng(1)
+    usage = evidence(rng, 10, 2)
+    row = unit_rows(rng, 1)[0]
+    usage = replace(usage, classifier=DenseMatrix(np.stack([row, row])))
+    close = np.ones(10, np.float32)  # every tool's past tasks close to the task
+    assert not classifier_votes(usage, row, close, np.ones(10, bool)).any()
+    alone = replace(usage, classifier=DenseMatrix(np.stack([row, -row])))
+    votes = classifier_votes(alone, row, close, np.ones(10, bool))
+    assert (np.flatnonzero(votes) == usage.past_task_tools[:1]).all() and votes.sum() > 0
+    # the same clear pick, for a task far from that tool's past tasks: no vote (a burst pins nothing elsewhere)
+    assert not classifier_votes(alone, row, np.full(10, PAST_TASK_FLOOR - 0.01, np.float32), np.ones(10, bool)).any()
+
+
 def test_evidence_with_no_rows_changes_nothing() -> None:
     rng = np.random.default_rng(0)
     empty = UsageEvidence(
@@ -81,3 +125,5 @@ def test_evidence_with_no_rows_changes_nothing() -> None:
     semantic = rng.uniform(size=10).astype(np.float32)
     assert (with_past_tasks(semantic, empty, unit_rows(rng, 1)[0]) == semantic).all()
     assert not companion_votes(empty, np.arange(10), semantic, 10).any()
+    empty = replace(empty, classifier=DenseMatrix(np.zeros((0, DIM), np.float32)))
+    assert not classifier_votes(empty, unit_rows(rng, 1)[0], np.full(10, -1.0, np.float32), np.ones(10, bool)).any()
