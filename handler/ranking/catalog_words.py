@@ -21,6 +21,7 @@ from functools import cached_property
 from handler.ranking.text import split_identifier
 
 _CAPITALS = re.compile(r"\b([A-Z]{2,5})s?\b")
+_NAME_PARTS = re.compile(r"[._\-/:\s]+")
 MIN_JOINED_CHARS = 5  # "github"; shorter terms split into two catalog words too easily
 MIN_PART_CHARS = 2
 MIN_PREFIX_CHARS = 4  # "repo"; three letters start too many words
@@ -76,16 +77,24 @@ class CatalogWords:
 
     @cached_property
     def acronyms(self) -> dict[str, set[tuple[str, ...]]]:
-        """Acronym -> the analyzed words it abbreviates, from runs of 2-3 adjacent words of one name part."""
+        """Acronym -> the analyzed words it abbreviates, from runs of 2-3 adjacent words of one name part. Each
+        distinct part and word is analyzed once: a large catalog repeats them (a million bench tools hold ~180k
+        distinct parts), and this table is built on the first query with a capital acronym."""
         found: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        parts: set[str] = set()
+        analyzed: dict[str, tuple[str, ...]] = {}
         for name in self.names:
-            for part in re.split(r"[._\-/:\s]+", name):
-                words = split_identifier(part)
-                for start in range(len(words)):
-                    for end in range(start + 2, min(start + MAX_ACRONYM_WORDS, len(words)) + 1):
-                        run = words[start:end]
-                        if all(w.isalpha() for w in run):
-                            analyzed = tuple(t for w in run for t in self.analyze(w))
-                            if analyzed:
-                                found["".join(w[0].lower() for w in run)].add(analyzed)
+            parts.update(_NAME_PARTS.split(name))
+        for part in parts:
+            words = split_identifier(part)
+            for start in range(len(words)):
+                for end in range(start + 2, min(start + MAX_ACRONYM_WORDS, len(words)) + 1):
+                    run = words[start:end]
+                    if all(w.isalpha() for w in run):
+                        for word in run:
+                            if word not in analyzed:
+                                analyzed[word] = tuple(self.analyze(word))
+                        terms = tuple(t for w in run for t in analyzed[w])
+                        if terms:
+                            found["".join(w[0].lower() for w in run)].add(terms)
         return dict(found)

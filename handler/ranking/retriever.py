@@ -69,9 +69,7 @@ class RankingIndex:
     analyzer: Callable[[str], list[str]]
     usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
-    coarse: CoarseSemantic | None = (
-        None  # a large build's two-stage dense signal (coarse.py); None: ``dense`` scans all
-    )
+    coarse: CoarseSemantic | None = None  # a large build's two-stage dense scan (coarse.py); None: ``dense``
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
     _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
@@ -204,7 +202,8 @@ class RankingIndex:
         k: int,
         exact: int | None,
     ) -> Ranked:
-        """The hybrid ranking's k best: the two signals fused, with what the tenant's agents ran before."""
+        """The hybrid ranking's k best: the two signals fused, with what the tenant's agents ran before. The no match
+        and each hit's cosine stay the text's: usage reorders what the text finds, never more."""
         lexical_weight = evidence_weight(words[eligible], held[eligible], terms)
         if self.usage is None:
             short = shortlist_fusion(words, eligible, cosines, allowed, allowed_count, lexical_weight, k)
