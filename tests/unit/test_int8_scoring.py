@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from handler.inference.int8_scoring import MATMUL_INTEGER_MODEL, Int8Scorer
+from handler.inference.int8_scoring import MATMUL_INTEGER_MODEL, ROWS_MODEL, Int8Rows, Int8Scorer
 from handler.ranking.dense import QUERY_LEVELS, DenseMatrix, quantize
 
 
@@ -31,6 +31,22 @@ def test_embedded_graph_is_the_matmul_integer_graph() -> None:
     assert model.SerializeToString() == MATMUL_INTEGER_MODEL
 
 
+def test_embedded_rows_graph_is_the_signed_matmul_integer_graph() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B"], ["s"])],
+        "rows",
+        [
+            helper.make_tensor_value_info("A", TensorProto.INT8, ["m", "d"]),
+            helper.make_tensor_value_info("B", TensorProto.INT8, ["d", 1]),
+        ],
+        [helper.make_tensor_value_info("s", TensorProto.INT32, ["m", 1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    assert model.SerializeToString() == ROWS_MODEL
+
+
 def test_integer_products_are_exact_even_at_full_range() -> None:
     # Rows of +-127 and a query at its peak are the case where a saturating int16 kernel would overflow.
     rng = np.random.default_rng(7)
@@ -40,6 +56,10 @@ def test_integer_products_are_exact_even_at_full_range() -> None:
     expected = values.astype(np.int64) @ np.rint(query * QUERY_LEVELS).astype(np.int64)
     got = scorer.score(query / np.linalg.norm(query)) / (1 / QUERY_LEVELS / np.linalg.norm(query))
     np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-5)
+    rows = Int8Rows(quantize(values.astype(np.float32)))  # the signed kernel a coarse build rescores with
+    np.testing.assert_array_equal(
+        rows.score_rows(query / np.linalg.norm(query), np.arange(64)), scorer.score(query / np.linalg.norm(query))
+    )
 
 
 def test_scores_match_the_float_reference_within_query_rounding() -> None:
