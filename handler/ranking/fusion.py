@@ -85,11 +85,7 @@ def moments(nonzero: FloatArray, count: int) -> tuple[float, float] | None:
 def z_score(scores: FloatArray, allowed: BoolArray) -> FloatArray:
     """Standardize by the allowed tools' mean and deviation; a flat signal carries no evidence and becomes 0."""
     kept = scores[allowed]
-    found = moments(kept[kept != 0], len(kept))
-    if found is None:
-        return np.zeros_like(scores)
-    mean, spread = found
-    return ((scores - mean) / spread).astype(np.float32)
+    return _z_of(scores, moments(kept[kept != 0], len(kept)))
 
 
 def evidence_weight(lexical: FloatArray, held: IntArray, terms: int) -> float:
