@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    field_validator,
+    model_serializer,
+)
 
 from handler.catalog.answer_budget import MAX_ANSWER_TOOL_BYTES
 from handler.catalog.tool import Tool
 from handler.services.apps import MAX_PENDING_LISTED
 from handler.services.execution import Execution
-from handler.services.select import Suggestion, TaskResult
+from handler.services.select import SCORE_DECIMALS, Suggestion, TaskResult
 
 MAX_TASKS = 16
 MAX_TASK_CHARS = 1_000
@@ -85,23 +93,39 @@ class ToolSuggestion(BaseModel):
         description="the calibrated probability (0 to 1) that this tool is a right one for the task; never rises "
         "down the list. null in search results: keyword ranking is not calibrated"
     )
+    step: str | None = Field(
+        default=None,
+        description="for a task with several steps, the part of the task's text this tool serves; absent when the "
+        "task is one step",
+    )
+
+    @model_serializer(mode="wrap")
+    def _step_only_when_split(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A one-step task is answered exactly as before a task could have steps: no `step` key at all.
+        data: dict[str, Any] = handler(self)
+        if self.step is None:
+            data.pop("step", None)
+        return data
 
     @classmethod
-    def of(cls, tool: Tool, score: float | None = None) -> ToolSuggestion:
-        return cls(tool_name=tool.name, description=tool.description, input_schema=tool.input_schema, score=score)
+    def of(cls, tool: Tool, score: float | None = None, step: str | None = None) -> ToolSuggestion:
+        return cls(
+            tool_name=tool.name, description=tool.description, input_schema=tool.input_schema, score=score, step=step
+        )
 
     @classmethod
     def suggested(cls, suggestion: Suggestion) -> ToolSuggestion:
-        return cls.of(suggestion.tool, round(suggestion.score, 4))
+        return cls.of(suggestion.tool, round(suggestion.score, SCORE_DECIMALS), suggestion.step)
 
 
 class TaskSuggestions(BaseModel):
     task: str
     suggestions: list[ToolSuggestion] = Field(description="best first; empty when no usable tool matches the task")
-    empty_reason: Literal["no_match", "nothing_allowed"] | None = Field(
+    empty_reason: Literal["no_match", "below_min_score", "nothing_allowed"] | None = Field(
         default=None,
-        description="why suggestions is empty: no tool the user may use fits (no_match), or this user under this "
-        "gateway may use no tool at all (nothing_allowed); absent when there are suggestions",
+        description="why suggestions is empty: no tool the user may use fits (no_match), tools fit but none reached "
+        "min_score or the gateway's floor (below_min_score), or this user under this gateway may use no tool at all "
+        "(nothing_allowed); absent when there are suggestions",
     )
 
     @classmethod
@@ -272,7 +296,7 @@ class _ProviderSearch(BaseModel):
     scores: list[ScoredTool] = Field(
         description="each tool found, best first, with its score: for the application, not to send to the model"
     )
-    empty_reason: Literal["no_match", "nothing_allowed"] | None = Field(
+    empty_reason: Literal["no_match", "below_min_score", "nothing_allowed"] | None = Field(
         default=None, description="why nothing was found, as in /v1/tools/select; absent when tools were"
     )
 

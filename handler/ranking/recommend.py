@@ -1,16 +1,89 @@
-"""One call into the ranking core per task: query formation, its embeddings, the ranking and the no match.
+"""One call into the ranking core per task: its steps, query formation, their embeddings, the ranking, the no match.
 
-Select and ``toolrec eval`` both answer a task through ``recommend``, and ``toolrec calibrate-score`` reads the
-same ranking through ``ranked``, so what is measured and fit is what an agent receives (PRODUCT.md §5: C@5 at
+Select and ``toolrec eval`` both answer a task through ``recommend_task``, and ``toolrec calibrate-score`` reads
+the same ranking through ``ranked``, so what is measured and fit is what an agent receives (PRODUCT.md §5: C@5 at
 ``top_k`` 5, the no match applied).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
 from handler.ranking.arrays import BoolArray, FloatArray
 from handler.ranking.confidence import SHIPPED, Calibration
 from handler.ranking.query import Embedder, QueryText, embed_query, query_text
-from handler.ranking.retriever import Method, Ranked, RankingIndex, Recommendation
+from handler.ranking.retriever import Hit, Method, Ranked, RankingIndex, Recommendation
+from handler.ranking.steps import split_steps
+
+
+def recommend_task(
+    ranking: RankingIndex,
+    embedder: Embedder,
+    task: str,
+    context: str | None,
+    k: int,
+    allowed: BoolArray | None = None,
+    method: Method = Method.HYBRID,
+    calibration: Calibration | None = SHIPPED,
+) -> Recommendation:
+    """``recommend`` for a task of one step; for a compound task, each step ranked as its own task and the
+    answers merged (``merge_steps``), each hit with the step it serves (PRODUCT.md §2)."""
+    steps = split_steps(task, ranking.step_verbs) if method is Method.HYBRID else (task,)
+    if len(steps) == 1:
+        return recommend(ranking, embedder, task, context, k, allowed, method, calibration)
+    whole = embedder.embed(ranking.with_meanings(task.strip()))
+    answers = [_step_answer(ranking, embedder, step, task, whole, context, k, allowed, calibration) for step in steps]
+    return merge_steps(steps, answers, k)
+
+
+def _step_answer(
+    ranking: RankingIndex,
+    embedder: Embedder,
+    step: str,
+    task: str,
+    whole: FloatArray,
+    context: str | None,
+    k: int,
+    allowed: BoolArray | None,
+    calibration: Calibration | None,
+) -> Recommendation:
+    """One step ranked in its task: alone, "email it to them" has lost its app and object. Its vector is the mean
+    of its own and the whole task's, and its words are followed by the task's, so the step picks the action and
+    the task keeps what it acts on (measured against the step alone: docs/quality.md)."""
+    around = f"{task}\n{context}" if context else task
+    query = query_text(step, around, ranking.with_meanings)
+    blended = embedder.embed(query.semantic) + whole
+    vector = (blended / np.linalg.norm(blended)).astype(np.float32)
+    return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration)
+
+
+def merge_steps(steps: Sequence[str], answers: Sequence[Recommendation], k: int) -> Recommendation:
+    """Up to k tools for a compound task: each step's best first (so with k at least the number of steps, every
+    step's best is in), then the other steps' tools by score; best first by score, each tool once, with its step.
+    A step with no match adds nothing; every step without one is the task's no match."""
+    chosen: dict[int, tuple[Hit, str]] = {}
+    for step, answer in zip(steps, answers, strict=True):
+        if answer.hits and len(chosen) < k:
+            chosen.setdefault(answer.hits[0].index, (answer.hits[0], step))
+    rest = [(hit, step) for step, answer in zip(steps, answers, strict=True) for hit in answer.hits[1:]]
+    rest.sort(key=lambda pair: -_order_of(pair[0]))  # stable: a tie keeps the earlier step's tool first
+    for hit, step in rest:
+        if len(chosen) >= k:
+            break
+        chosen.setdefault(hit.index, (hit, step))
+    merged = sorted(chosen.values(), key=lambda pair: -_order_of(pair[0]))
+    cosines = [a.best_cosine for a in answers if a.best_cosine is not None]
+    best = max(cosines) if cosines else None
+    return replace(Recommendation(tuple(h for h, _ in merged), best), steps=tuple(s for _, s in merged))
+
+
+def _order_of(hit: Hit) -> float:
+    """What orders tools of different steps: the calibrated probability (comparable across queries), else the
+    ranking's own score."""
+    return hit.probability if hit.probability is not None else hit.score
 
 
 def recommend(
@@ -23,7 +96,7 @@ def recommend(
     method: Method = Method.HYBRID,
     calibration: Calibration | None = SHIPPED,
 ) -> Recommendation:
-    """Up to ``k`` allowed tools for the task, best first, or none when nothing allowed matches it."""
+    """Up to ``k`` allowed tools for one step, best first, or none when nothing allowed matches it."""
     query, vectors = _formed(ranking, embedder, task, context, method)
     return ranking.recommend(query.lexical, vectors, k, allowed, method, calibration)
 

@@ -17,6 +17,7 @@ from handler.ranking.confidence import CROWD_COSINE, SHIPPED, Calibration, Signa
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
+from handler.ranking.steps import COMMON_VERBS, catalog_verbs
 from handler.ranking.topk import top_k
 from handler.ranking.usage import (
     COMPANION_CANDIDATES,
@@ -45,6 +46,8 @@ class Hit:
 class Recommendation:
     hits: tuple[Hit, ...]  # best first; empty when nothing allowed matches (the calibrated no match)
     best_cosine: float | None  # the best cosine of any allowed tool; None when the query was not embedded
+    # A compound task's answer (recommend.recommend_task): the step each hit serves, one per hit; else empty.
+    steps: tuple[str, ...] = ()
 
     @property
     def no_match(self) -> bool:
@@ -71,6 +74,7 @@ class RankingIndex:
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
     coarse: CoarseSemantic | None = None  # a large build's two-stage dense scan (coarse.py); None: ``dense``
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
+    _step_verbs: frozenset[str] | None = field(init=False, default=None, repr=False, compare=False)
     _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -82,6 +86,15 @@ class RankingIndex:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def step_verbs(self) -> frozenset[str]:
+        """The actions that start a step of a compound task here (steps.py): common verbs and the catalog's own."""
+        verbs = self._step_verbs
+        if verbs is None:  # once per index, on the first comma or "and" a task holds
+            verbs = COMMON_VERBS | catalog_verbs(self.names)
+            object.__setattr__(self, "_step_verbs", verbs)
+        return verbs
 
     def exact_match(self, query: str) -> int | None:
         return self._resolver.position(query)

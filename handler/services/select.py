@@ -26,29 +26,31 @@ from handler.policy.model import QueryRecord
 from handler.policy.store import PolicyStore
 from handler.ranking.arrays import BoolArray
 from handler.ranking.query import Embedder
-from handler.ranking.recommend import recommend
-from handler.ranking.retriever import Hit, Method
+from handler.ranking.recommend import recommend_task
+from handler.ranking.retriever import Hit, Method, Recommendation
 from handler.services.access import AccessPolicy, Caller
 
 log = logging.getLogger(__name__)
 SECONDS_PER_DAY = 86_400
 
 
-EmptyReason = Literal["no_match", "nothing_allowed", "unavailable"]
+EmptyReason = Literal["no_match", "below_min_score", "nothing_allowed", "unavailable"]
+SCORE_DECIMALS = 4  # a score as every answer shows it; a floor is compared with that (PRODUCT.md §2)
 
 
 @dataclass(frozen=True)
 class Suggestion:
     tool: Tool
     score: float  # the calibrated probability that the tool is a right one for the task (PRODUCT.md §2)
+    step: str | None = None  # the part of a compound task's text it serves; None for a one-step task
 
 
 @dataclass(frozen=True)
 class TaskResult:
     task: str
     suggestions: tuple[Suggestion, ...]
-    # Why there are no suggestions: nothing fits, this user under this gateway may use no tool, or (only with
-    # isolate_failures) the lookup for this task failed.
+    # Why there are no suggestions: nothing fits, tools fit but none reached the floor, this user under this
+    # gateway may use no tool, or (only with isolate_failures) the lookup for this task failed.
     empty_reason: EmptyReason | None = None
 
     @property
@@ -107,13 +109,13 @@ class ToolFinder:
         started = time.perf_counter()
         index, allowed = self._scope(caller)
         floor = min_score if min_score is not None else caller.gateway.min_score if caller.gateway else None
-        found: list[tuple[Hit, ...] | EmptyReason] = []  # each task's hits, best first, or why it has none
+        found: list[Answer | EmptyReason] = []  # each task's hits, best first, or why it has none
         for task in tasks:
             if not allowed.any():
                 found.append("nothing_allowed")
                 continue
             try:
-                hits = recommend(index.ranking, self.embedder, task, context, top_k, allowed).hits
+                answer = recommend_task(index.ranking, self.embedder, task, context, top_k, allowed)
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")
                 if isolate_failures:
@@ -121,12 +123,11 @@ class ToolFinder:
                     continue
                 message = "the tool lookup failed; retry the request"
                 raise ServiceUnavailableError(message, public=message) from exc
-            kept = tuple(h for h in hits if floor is None or (h.probability or 0.0) >= floor)
-            found.append(kept or "no_match")  # none: the calibrated no match, or none at the floor
+            found.append(_at_floor(answer, floor))
         results = _within_budget(index, tasks, found)
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
-        no_match = sum(1 for r in results if r.empty_reason == "no_match")
+        no_match = sum(1 for r in results if r.empty_reason in ("no_match", "below_min_score"))
         observability.record_select(1000 * (time.perf_counter() - started), len(results), no_match)
         self._log_query(selection, caller)
         return selection
@@ -165,17 +166,39 @@ class ToolFinder:
             log.warning("query log write failed", exc_info=True)
 
 
-def _within_budget(
-    index: Index, tasks: Sequence[str], found: Sequence[tuple[Hit, ...] | EmptyReason]
-) -> list[TaskResult]:
+@dataclass(frozen=True)
+class Answer:
+    hits: tuple[Hit, ...]  # best first, none below the floor
+    steps: tuple[str | None, ...]  # the step each hit serves (None: a one-step task)
+
+
+def shown_score(hit: Hit) -> float:
+    """A hit's score as the answer shows it: what a floor is compared with, so a floor equal to a score shown
+    keeps that tool (PRODUCT.md §2)."""
+    return round(hit.probability or 0.0, SCORE_DECIMALS)
+
+
+def _at_floor(found: Recommendation, floor: float | None) -> Answer | EmptyReason:
+    """The hits at or above the floor, or why there are none: the calibrated no match, or none at the floor."""
+    if not found.hits:
+        return "no_match"
+    steps: tuple[str | None, ...] = found.steps or (None,) * len(found.hits)
+    kept = [(h, s) for h, s in zip(found.hits, steps, strict=True) if floor is None or shown_score(h) >= floor]
+    if not kept:
+        return "below_min_score"
+    return Answer(tuple(h for h, _ in kept), tuple(s for _, s in kept))
+
+
+def _within_budget(index: Index, tasks: Sequence[str], found: Sequence[Answer | EmptyReason]) -> list[TaskResult]:
     """Each task's suggestions, as many as one answer carries (answer_budget.py: each task keeps its best)."""
-    positions = [[hit.index for hit in hits] if isinstance(hits, tuple) else [] for hits in found]
+    positions = [[hit.index for hit in a.hits] if isinstance(a, Answer) else [] for a in found]
     kept = fitting_per_task([index.tools.record_bytes(p) for p in positions])
     results = []
-    for task, hits, count in zip(tasks, found, kept, strict=True):
-        if isinstance(hits, str):
-            results.append(TaskResult(task, (), hits))
+    for task, answer, count in zip(tasks, found, kept, strict=True):
+        if isinstance(answer, str):
+            results.append(TaskResult(task, (), answer))
         else:
-            suggestions = tuple(Suggestion(index.tools[h.index], h.probability or 0.0) for h in hits[:count])
+            rows = zip(answer.hits[:count], answer.steps, strict=False)
+            suggestions = tuple(Suggestion(index.tools[h.index], shown_score(h), step) for h, step in rows)
             results.append(TaskResult(task, suggestions))
     return results
