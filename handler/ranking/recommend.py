@@ -29,14 +29,40 @@ def recommend_task(
     method: Method = Method.HYBRID,
     calibration: Calibration | None = SHIPPED,
 ) -> Recommendation:
-    """``recommend`` for a task of one step; for a compound task, each step ranked as its own task and the
-    answers merged (``merge_steps``), each hit with the step it serves (PRODUCT.md §2)."""
+    """``recommend`` for a task of one step. For a compound task, that answer with each step's own best tool
+    brought in (``merge_steps``), each hit with the step it serves (PRODUCT.md §2)."""
+    whole = recommend(ranking, embedder, task, context, k, allowed, method, calibration)
     steps = split_steps(task, ranking.step_verbs) if method is Method.HYBRID else (task,)
     if len(steps) == 1:
-        return recommend(ranking, embedder, task, context, k, allowed, method, calibration)
-    whole = embedder.embed(ranking.with_meanings(task.strip()))
-    answers = [_step_answer(ranking, embedder, step, task, whole, context, k, allowed, calibration) for step in steps]
-    return merge_steps(steps, answers, k)
+        return whole
+    vector = embedder.embed(ranking.with_meanings(task.strip()))
+    answers = [_step_answer(ranking, embedder, step, task, vector, context, k, allowed, calibration) for step in steps]
+    return merge_steps(task, whole, steps, answers, k)
+
+
+def merge_steps(
+    task: str, whole: Recommendation, steps: Sequence[str], answers: Sequence[Recommendation], k: int
+) -> Recommendation:
+    """Up to k tools for a compound task: each step's best that no earlier step took (so with k at least the
+    number of steps, every step has its own tool), then the whole task's own ranking; best first by score, each tool once. A tool's step is the one
+    it scores best for, or the whole task where no step's answer holds it. Measured against ranking the steps
+    alone, which loses more than it finds: docs/quality.md."""
+    best_of: dict[int, tuple[Hit, str]] = {hit.index: (hit, task) for hit in whole.hits}
+    for step, answer in zip(steps, answers, strict=True):
+        for hit in answer.hits:
+            held = best_of.get(hit.index)
+            if held is None or held[1] == task or _order_of(hit) > _order_of(held[0]):
+                best_of[hit.index] = (hit, step)
+    chosen: list[int] = []
+    for answer in answers:  # two steps are two actions: a step's best is its best tool no earlier step took
+        own = next((hit.index for hit in answer.hits if hit.index not in chosen), None)
+        if own is not None:
+            chosen.append(own)
+    chosen = list(dict.fromkeys(chosen + [hit.index for hit in whole.hits]))[:k]
+    merged = sorted((best_of[i] for i in chosen), key=lambda pair: -_order_of(pair[0]))
+    if not merged:
+        return whole  # the whole task and every step: no match
+    return replace(whole, hits=tuple(h for h, _ in merged), steps=tuple(s for _, s in merged))
 
 
 def _step_answer(
@@ -58,26 +84,6 @@ def _step_answer(
     blended = embedder.embed(query.semantic) + whole
     vector = (blended / np.linalg.norm(blended)).astype(np.float32)
     return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration)
-
-
-def merge_steps(steps: Sequence[str], answers: Sequence[Recommendation], k: int) -> Recommendation:
-    """Up to k tools for a compound task: each step's best first (so with k at least the number of steps, every
-    step's best is in), then the other steps' tools by score; best first by score, each tool once, with its step.
-    A step with no match adds nothing; every step without one is the task's no match."""
-    chosen: dict[int, tuple[Hit, str]] = {}
-    for step, answer in zip(steps, answers, strict=True):
-        if answer.hits and len(chosen) < k:
-            chosen.setdefault(answer.hits[0].index, (answer.hits[0], step))
-    rest = [(hit, step) for step, answer in zip(steps, answers, strict=True) for hit in answer.hits[1:]]
-    rest.sort(key=lambda pair: -_order_of(pair[0]))  # stable: a tie keeps the earlier step's tool first
-    for hit, step in rest:
-        if len(chosen) >= k:
-            break
-        chosen.setdefault(hit.index, (hit, step))
-    merged = sorted(chosen.values(), key=lambda pair: -_order_of(pair[0]))
-    cosines = [a.best_cosine for a in answers if a.best_cosine is not None]
-    best = max(cosines) if cosines else None
-    return replace(Recommendation(tuple(h for h, _ in merged), best), steps=tuple(s for _, s in merged))
 
 
 def _order_of(hit: Hit) -> float:
