@@ -44,9 +44,9 @@ def merge_steps(
     task: str, whole: Recommendation, steps: Sequence[str], answers: Sequence[Recommendation], k: int
 ) -> Recommendation:
     """Up to k tools for a compound task: each step's best that no earlier step took (so with k at least the
-    number of steps, every step has its own tool), then the whole task's own ranking; best first by score, each tool once. A tool's step is the one
-    it scores best for, or the whole task where no step's answer holds it. Measured against ranking the steps
-    alone, which loses more than it finds: docs/quality.md."""
+    number of steps, every step has its own tool), then the whole task's own ranking; best first by score, each
+    tool once. A tool's step is the one it scores best for, or the whole task where no step's answer holds it.
+    Measured against ranking the steps alone, which loses more than it finds: docs/quality.md."""
     best_of: dict[int, tuple[Hit, str]] = {hit.index: (hit, task) for hit in whole.hits}
     for step, answer in zip(steps, answers, strict=True):
         for hit in answer.hits:
