@@ -8,18 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    StringConstraints,
-    field_validator,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from handler.catalog.answer_budget import MAX_ANSWER_TOOL_BYTES
 from handler.catalog.tool import Tool
+from handler.ranking.explain import NoMatchWhy, Why
 from handler.services.apps import MAX_PENDING_LISTED
 from handler.services.execution import Execution
 from handler.services.select import SCORE_DECIMALS, Suggestion, TaskResult
@@ -41,6 +35,13 @@ Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=
 # Strict: pydantic's lax mode reads JSON `true` as 1 and "5" as 5 (issue 15); a count is a JSON integer.
 Count = Annotated[int, Field(strict=True, ge=1)]
 Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)]  # a JSON number, never `true`
+# A field left out of the answer, not sent as null, where it does not apply (`why` without explain): the document
+# lists it as optional, never as nullable.
+Absent = SkipJsonSchema[None]
+
+
+def _absent(value: object) -> bool:
+    return value is None
 
 
 class _Request(BaseModel):
@@ -71,6 +72,11 @@ class SelectRequest(_Selecting):
     tasks: list[Text] = Field(
         min_length=1, max_length=MAX_TASKS, description="one entry per separate action, e.g. 'send a Slack message'"
     )
+    explain: bool = Field(
+        default=False,
+        strict=True,
+        description="add `why` to each suggestion and to each no_match: for people checking a catalog, not agents",
+    )
 
 
 class SearchRequest(_Request):
@@ -85,6 +91,75 @@ class SearchRequest(_Request):
         return min(value, SEARCH_TOP_K_MAX)
 
 
+class WordWeight(BaseModel):
+    word: str = Field(description="a word of the request, as written, that the tool's name or first line holds")
+    weight: float = Field(description="its share of the tool's keyword (BM25) score")
+
+
+class UsageWhy(BaseModel):
+    """What the tenant's past use did to a suggestion (PRODUCT.md §6); each part absent where it did nothing."""
+
+    past_tasks: float | Absent = Field(
+        default=None, exclude_if=_absent, description="how far its past tasks raised its similarity (a cosine)"
+    )
+    classifier: float | Absent = Field(
+        default=None,
+        exclude_if=_absent,
+        description="the usage classifier's vote added to its ranking score (a first place in one signal is 1/6)",
+    )
+    companions: float | Absent = Field(
+        default=None, exclude_if=_absent, description="the votes added for being run beside the best tools"
+    )
+
+
+class SuggestionWhy(BaseModel):
+    words: list[WordWeight] = Field(description="the request's words the tool holds, heaviest first")
+    similarity: float = Field(description="the tool's meaning similarity with the task (cosine, -1 to 1)")
+    named: bool = Field(description="the task is this tool's name: it ranks first and is never refused")
+    usage: UsageWhy | Absent = Field(default=None, exclude_if=_absent, description="absent: usage moved nothing")
+    step: str | Absent = Field(
+        default=None, exclude_if=_absent, description="the part of a compound task it serves; absent for one step"
+    )
+
+    @classmethod
+    def of(cls, why: Why) -> SuggestionWhy:
+        if why.similarity is None:  # select always embeds the task; only BM25 search would lack it
+            raise ValueError("a select suggestion always has a similarity")
+        usage = why.usage
+        return cls(
+            words=[WordWeight(word=w.word, weight=round(w.weight, 4)) for w in why.words],
+            similarity=round(why.similarity, 4),
+            named=why.named,
+            usage=None
+            if usage is None
+            else UsageWhy(
+                past_tasks=usage.past_tasks or None,
+                classifier=usage.classifier or None,
+                companions=usage.companions or None,
+            ),
+            step=why.step,
+        )
+
+
+class NoMatchExplanation(BaseModel):
+    best_cosine: float | None = Field(description="the best similarity of any tool the user may use; null: none")
+    refusal_below: float | None = Field(
+        description="the catalog's refusal: a task whose best_cosine is below it gets no tool; null: never refused"
+    )
+    best_score: float | Absent = Field(
+        default=None, exclude_if=_absent, description="where tools fit but min_score dropped them: the best score"
+    )
+    min_score: float | Absent = Field(
+        default=None, exclude_if=_absent, description="the floor that dropped them (the request's or the gateway's)"
+    )
+
+    @classmethod
+    def of(cls, why: NoMatchWhy) -> NoMatchExplanation:
+        best = None if why.best_cosine is None else round(why.best_cosine, 4)
+        score = None if why.best_score is None else round(why.best_score, 4)
+        return cls(best_cosine=best, refusal_below=why.refusal_below, best_score=score, min_score=why.min_score)
+
+
 class ToolSuggestion(BaseModel):
     tool_name: str = Field(description="App.ToolName, exactly as the agent calls it")
     description: str
@@ -93,29 +168,33 @@ class ToolSuggestion(BaseModel):
         description="the calibrated probability (0 to 1) that this tool is a right one for the task; never rises "
         "down the list. null in search results: keyword ranking is not calibrated"
     )
-    step: str | None = Field(
+    step: str | Absent = Field(
         default=None,
+        exclude_if=_absent,
         description="for a task with several steps, the part of the task's text this tool serves; absent when the "
         "task is one step",
     )
-
-    @model_serializer(mode="wrap")
-    def _step_only_when_split(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A one-step task is answered exactly as before a task could have steps: no `step` key at all.
-        data: dict[str, Any] = handler(self)
-        if self.step is None:
-            data.pop("step", None)
-        return data
+    why: SuggestionWhy | Absent = Field(
+        default=None, exclude_if=_absent, description="why it was suggested: only when the select asks (explain)"
+    )
 
     @classmethod
-    def of(cls, tool: Tool, score: float | None = None, step: str | None = None) -> ToolSuggestion:
+    def of(
+        cls, tool: Tool, score: float | None = None, step: str | None = None, why: SuggestionWhy | None = None
+    ) -> ToolSuggestion:
         return cls(
-            tool_name=tool.name, description=tool.description, input_schema=tool.input_schema, score=score, step=step
+            tool_name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            score=score,
+            step=step,
+            why=why,
         )
 
     @classmethod
     def suggested(cls, suggestion: Suggestion) -> ToolSuggestion:
-        return cls.of(suggestion.tool, round(suggestion.score, SCORE_DECIMALS), suggestion.step)
+        why = None if suggestion.why is None else SuggestionWhy.of(suggestion.why)
+        return cls.of(suggestion.tool, round(suggestion.score, SCORE_DECIMALS), suggestion.step, why)
 
 
 class TaskSuggestions(BaseModel):
@@ -127,14 +206,18 @@ class TaskSuggestions(BaseModel):
         "min_score or the gateway's floor (below_min_score), or this user under this gateway may use no tool at all "
         "(nothing_allowed); absent when there are suggestions",
     )
+    why: NoMatchExplanation | Absent = Field(
+        default=None, exclude_if=_absent, description="what a no_match compared: only when the select asks (explain)"
+    )
 
     @classmethod
     def of(cls, result: TaskResult) -> TaskSuggestions:
         reason = result.empty_reason
         if reason == "unavailable":  # REST fails the whole request instead (PRODUCT.md §2)
             raise ValueError("REST never answers a task as unavailable")
+        why = None if result.why is None else NoMatchExplanation.of(result.why)
         return cls(task=result.task, suggestions=[ToolSuggestion.suggested(s) for s in result.suggestions],
-                   empty_reason=reason)  # fmt: skip
+                   empty_reason=reason, why=why)  # fmt: skip
 
 
 class SelectResponse(BaseModel):

@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -25,6 +25,7 @@ from handler.index.load import Index
 from handler.policy.model import QueryRecord
 from handler.policy.store import PolicyStore
 from handler.ranking.arrays import BoolArray
+from handler.ranking.explain import NoMatchWhy, Why, explain_empty, explain_hits
 from handler.ranking.query import Embedder
 from handler.ranking.recommend import recommend_task
 from handler.ranking.retriever import Hit, Method, Recommendation
@@ -43,6 +44,7 @@ class Suggestion:
     tool: Tool
     score: float  # the calibrated probability that the tool is a right one for the task (PRODUCT.md §2)
     step: str | None = None  # the part of a compound task's text it serves; None for a one-step task
+    why: Why | None = None  # only when the request asks (explain)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class TaskResult:
     # Why there are no suggestions: nothing fits, tools fit but none reached the floor, this user under this
     # gateway may use no tool, or (only with isolate_failures) the lookup for this task failed.
     empty_reason: EmptyReason | None = None
+    why: NoMatchWhy | None = None  # what a no_match compared, only when the request asks (explain)
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -99,20 +102,23 @@ class ToolFinder:
         top_k: int,
         min_score: float | None = None,
         isolate_failures: bool = False,
+        explain: bool = False,
     ) -> Selection:
         """Up to ``top_k`` tools per task, best first, among the tools the user may use under the gateway, each
         scored at least ``min_score`` (else the gateway's floor, if it sets one).
 
         With ``isolate_failures`` (MCP SelectTools), a task whose lookup fails comes back ``unavailable``
-        instead of failing the others (PRODUCT.md §3).
+        instead of failing the others (PRODUCT.md §3). With ``explain``, each suggestion and each no_match says why.
         """
         started = time.perf_counter()
         index, allowed = self._scope(caller)
         floor = min_score if min_score is not None else caller.gateway.min_score if caller.gateway else None
         found: list[Answer | EmptyReason] = []  # each task's hits, best first, or why it has none
+        ranked: list[Recommendation | None] = []  # each task's ranking, before the floor; None: not ranked
         for task in tasks:
             if not allowed.any():
                 found.append("nothing_allowed")
+                ranked.append(None)
                 continue
             try:
                 answer = recommend_task(index.ranking, self.embedder, task, context, top_k, allowed)
@@ -120,11 +126,15 @@ class ToolFinder:
                 log.exception("ranking failed")
                 if isolate_failures:
                     found.append("unavailable")
+                    ranked.append(None)
                     continue
                 message = "the tool lookup failed; retry the request"
                 raise ServiceUnavailableError(message, public=message) from exc
             found.append(_at_floor(answer, floor))
+            ranked.append(answer)
         results = _within_budget(index, tasks, found)
+        if explain:  # after the ranking, from it: a select that does not ask pays nothing (ranking/explain.py)
+            results = [_explained(index, r, why, context, floor) for r, why in zip(results, ranked, strict=True)]
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
         no_match = sum(1 for r in results if r.empty_reason in ("no_match", "below_min_score"))
@@ -202,3 +212,20 @@ def _within_budget(index: Index, tasks: Sequence[str], found: Sequence[Answer | 
             suggestions = tuple(Suggestion(index.tools[h.index], shown_score(h), step) for h, step in rows)
             results.append(TaskResult(task, suggestions))
     return results
+
+
+def _explained(
+    index: Index, result: TaskResult, recommendation: Recommendation | None, context: str | None, floor: float | None
+) -> TaskResult:
+    """The task's result with why each suggestion was made, or what its no_match compared."""
+    if recommendation is None:  # nothing_allowed or unavailable: nothing was compared
+        return result
+    if not result.suggestions:
+        return replace(result, why=explain_empty(recommendation, floor))
+    hits = {index.ranking.names[h.index]: h for h in recommendation.hits}
+    explained = []
+    for suggestion in result.suggestions:  # a compound task's step is read with the task it was ranked in
+        hit = [hits[suggestion.tool.name]]
+        why = explain_hits(index.ranking, result.task, context, hit, recommendation.usage, suggestion.step)[0]
+        explained.append(replace(suggestion, why=why))
+    return replace(result, suggestions=tuple(explained))
