@@ -44,6 +44,12 @@ _MAYBE = re.compile(r",\s*(?:and\s+)?|\s+and\s+|\s*&\s*", re.IGNORECASE)
 # A leading condition: "if it's the refund thing, mark it solved", "once the build passes, deploy".
 _CONDITION = re.compile(r"^(?:if|once|when|whenever|after|as\s+soon\s+as)\b[^,]{3,}?,\s*", re.IGNORECASE)
 _CONDITION_WORDS = frozenset("if once when whenever".split())
+# How a sentence asks: a question's first word, or a want ("I'd like to know", "we need", "help me").
+_ASKING = frozenset("can could would will what which who whom whose where when how is are do does did".split())
+_WANT = re.compile(
+    r"\b(?:i|we)(?:'d|\s+would)?\s+(?:like|want|need|wish)\b|\b(?:i'd|we'd)\s+like\b|\bhelp\s+(?:me|us)\b",
+    re.IGNORECASE,
+)
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<![A-Za-z])'[^']*'(?![A-Za-z])")
 
 
@@ -67,7 +73,7 @@ def split_steps(task: str, verbs: frozenset[str] = COMMON_VERBS) -> tuple[str, .
     """
     masked = _masked(task)
     steps: list[tuple[int, int]] = []
-    for start, end in _spans(masked, _SENTENCE_END, 0, len(task)):
+    for start, end in _requests(masked, _spans(masked, _SENTENCE_END, 0, len(task)), verbs):
         for s, e in _spans(masked, _ALWAYS, start, end):
             for piece in _verb_split(masked, s, e, verbs):
                 steps.extend(_condition_split(masked, *piece))
@@ -93,6 +99,31 @@ def _spans(masked: str, separator: re.Pattern[str], start: int, end: int) -> lis
         at = match.end()
     spans.append((at, end))
     return spans
+
+
+def _requests(masked: str, sentences: list[tuple[int, int]], verbs: frozenset[str]) -> list[tuple[int, int]]:
+    """The sentences that ask for something, each with the statements before it ("I'm a movie critic. Can you
+    list the new arrivals?" is one step): a statement is context, not a step. Trailing statements join the last."""
+    spans: list[tuple[int, int]] = []
+    pending: int | None = None  # where the statements waiting for their request start
+    for start, end in sentences:
+        if _is_request(masked[start:end], verbs):
+            spans.append((start if pending is None else pending, end))
+            pending = None
+        elif pending is None:
+            pending = start
+    if pending is not None:
+        if spans:
+            spans[-1] = (spans[-1][0], sentences[-1][1])
+        else:
+            spans.append((pending, sentences[-1][1]))
+    return spans
+
+
+def _is_request(sentence: str, verbs: frozenset[str]) -> bool:
+    """A question, an action verb first ("send it", "please post"), or a want ("I need to know ...")."""
+    text = sentence.strip()
+    return text.endswith("?") or _starts_with_verb(text, verbs | _ASKING) or bool(_WANT.search(text))
 
 
 def _condition_split(masked: str, start: int, end: int) -> list[tuple[int, int]]:
