@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -103,7 +104,7 @@ def select(driver: WebDriver, tasks: list[str]) -> list[WebElement]:
     box.send_keys("\n".join(tasks))
     driver.find_element(By.ID, "select-button").click()
     status = driver.find_element(By.ID, "select-status")
-    wait(driver, lambda _: "suggestions for" in status.text or "error" in status.get_attribute("class"), "select")
+    wait(driver, lambda _: "(query " in status.text or "error" in status.get_attribute("class"), "select")
     assert "error" not in status.get_attribute("class"), status.text
     return driver.find_elements(By.CSS_SELECTOR, "#results .task")
 
@@ -151,6 +152,13 @@ def test_select_run_a_tool_and_see_usage(
     assert suggested(tasks[1])[0] == "Slack.SendMessage"
     bar = tasks[0].find_element(By.CSS_SELECTOR, ".suggestion .bar > span")
     assert float(bar.value_of_css_property("width").removesuffix("px")) > 0  # the score drawn as a bar
+    # The page asks for `explain`; a suggestion's `why`, when the service gives one, is drawn beside it (and a service
+    # that refuses the field by name is asked again without it, as this one may).
+    asked = {"tasks": ["get the weather forecast for Lima"], "user_id": "demo-user", "explain": True}
+    answer = httpx.post(f"{service}/v1/tools/select", json=asked, headers={"Authorization": f"Bearer {API_KEY}"})
+    explained = answer.is_success and "why" in answer.json()["results"][0]["suggestions"][0]
+    assert answer.is_success or answer.json()["field_errors"][0]["field"] == "explain"
+    assert bool(tasks[0].find_elements(By.CSS_SELECTOR, ".suggestion .why")) == explained
 
     # The forecast tool, from a form made of its input_schema, on the real worker.
     open_tool(browser, "Weather.GetForecast")

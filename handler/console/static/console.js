@@ -110,7 +110,13 @@
     state.queryId = answer.query_id;
     renderResults(answer.results);
     const count = answer.results.reduce((n, r) => n + r.suggestions.length, 0);
-    setStatus("select-status", `${count} suggestions for ${answer.results.length} tasks (query ${answer.query_id})`);
+    const tasksSent = answer.results.length;
+    const said = `${plural(count, "suggestion")} for ${plural(tasksSent, "task")} (query ${answer.query_id})`;
+    setStatus("select-status", said);
+  }
+
+  function plural(count, noun) {
+    return `${count} ${noun}${count === 1 ? "" : "s"}`;
   }
 
   function fieldNamed(error, field) {
@@ -172,6 +178,7 @@
   function keyValues(value) {
     if (value === null || typeof value !== "object") return el("span", null, String(value));
     if (Array.isArray(value)) {
+      if (!value.length) return el("span", null, "none");
       if (value.every((v) => v === null || typeof v !== "object")) return el("span", null, value.join(", "));
       return el("span", null, value.map((v) => JSON.stringify(v)).join("\n"));
     }
