@@ -16,7 +16,7 @@ import handler
 from handler import observability
 from handler.api.errors import install_error_handlers
 from handler.api.limits import BodySizeLimit
-from handler.api.routes import apps, docs, execute, health, tools
+from handler.api.routes import apps, console, docs, execute, health, tools, usage
 from handler.api.schemas import MAX_BODY_BYTES, ErrorBody
 from handler.execute.base import ToolExecutor
 from handler.index.holder import IndexHolder
@@ -27,18 +27,20 @@ from handler.ranking.query import Embedder
 from handler.services.container import Services
 from handler.settings import Settings
 
-# Every router, in one list: REST, the providers' search and each gateway's MCP endpoint.
+# Every router, in one list: REST, the providers' search, each gateway's MCP endpoint, /docs and the console.
 ROUTERS: tuple[APIRouter, ...] = (
     tools.router,
     execute.router,
     apps.router,
+    usage.router,
     providers.router,
     health.router,
     mcp.router,
     docs.router,
+    console.router,
 )
 # Routers outside the API's error contract: no auth, no error bodies documented.
-_UNAUTHENTICATED = (health.router, docs.router)
+_UNAUTHENTICATED = (health.router, docs.router, console.router)
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": description}
     for status, description in [

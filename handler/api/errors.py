@@ -68,7 +68,9 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
     name = _NAMES_BY_STATUS.get(status, HTTPStatus(status).phrase.lower().replace(" ", "_"))
-    message = f"no route {request.method} {request.url.path}" if status == HTTPStatus.NOT_FOUND else str(exc.detail)
+    message = str(exc.detail)
+    if status == HTTPStatus.NOT_FOUND:  # a path no route serves: say where the routes are
+        message = f"no route {request.method} {request.url.path}; the API is described at /docs"
     return error_response(status, name, message)
 
 

@@ -17,6 +17,7 @@ from handler.ranking.explain import NoMatchWhy, Why
 from handler.services.apps import MAX_PENDING_LISTED
 from handler.services.execution import Execution
 from handler.services.select import SCORE_DECIMALS, Suggestion, TaskResult
+from handler.services.usage import Usage
 
 MAX_TASKS = 16
 MAX_TASK_CHARS = 1_000
@@ -25,6 +26,7 @@ MAX_BODY_BYTES = 64 * 1024
 SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX = 5, 20
 SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
 APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
+USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX = 14, 90
 # A Lambda answer holds at most 6 MB: a page of 1,000 arcade tools is ~0.8 MB (~0.7 KB a tool), and a page also
 # ends at the answer's byte budget (handler/catalog/answer_budget.py).
 PROVIDER_TOOLS_LIMIT_DEFAULT, PROVIDER_TOOLS_LIMIT_MAX = 500, 1000
@@ -259,6 +261,47 @@ class AppsResponse(BaseModel):
     total: int = Field(description="apps the user can act on, across all pages")
     limit: int
     offset: int
+
+
+class UsageDay(BaseModel):
+    date: str = Field(description="a UTC day, YYYY-MM-DD")
+    recommendations: int = Field(description="select requests logged that day")
+    executions: int = Field(description="executions linked to a select (by query_id) that day")
+
+
+class ToolRuns(BaseModel):
+    tool_name: str
+    runs: int = Field(description="linked executions of the tool in the window")
+    succeeded: int = Field(description="... whose outcome was ok")
+
+
+class UsageResponse(BaseModel):
+    days: list[UsageDay] = Field(description="one per UTC day of the window, oldest first, days without use included")
+    gateway_id: str | None = Field(description="the gateway whose records these are; null: every gateway's")
+    user_id: str | None = Field(description="the user whose records these are; null: every user's")
+    recommendations: int = Field(description="select requests logged in the window")
+    tasks: int = Field(description="the tasks those requests held")
+    recommendations_followed: int = Field(description="of those requests, the ones with at least one linked run")
+    follow_rate: float | None = Field(description="recommendations_followed / recommendations; null when none")
+    executions: int = Field(description="executions linked to a select, in the window")
+    top_tools: list[ToolRuns] = Field(description="the tools most run, most first (at most 10)")
+    truncated: bool = Field(description="the query log held more records than one view reads: the counts are a part")
+
+    @classmethod
+    def of(cls, usage: Usage, gateway_id: str | None, user_id: str | None) -> UsageResponse:
+        return cls(
+            days=[UsageDay(date=d.day.isoformat(), recommendations=d.recommendations, executions=d.executions)
+                  for d in usage.days],
+            gateway_id=gateway_id,
+            user_id=user_id,
+            recommendations=usage.recommendations,
+            tasks=usage.tasks,
+            recommendations_followed=usage.recommendations_followed,
+            follow_rate=usage.follow_rate,
+            executions=usage.executions,
+            top_tools=[ToolRuns(tool_name=t.tool_name, runs=t.runs, succeeded=t.succeeded) for t in usage.top_tools],
+            truncated=usage.truncated,
+        )  # fmt: skip
 
 
 class HealthResponse(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from handler.policy.model import AccessRule, ApiKeyRecord, AppInfo, Connection, ExecutionRecord, Gateway, QueryRecord
@@ -75,3 +75,6 @@ class CachedPolicyStore:
 
     def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
         self.inner.record_execution(query_id, execution)
+
+    def queries(self, now: float) -> Iterable[QueryRecord]:
+        return self.inner.queries(now)

@@ -143,7 +143,8 @@ class DynamoPolicyStore:
         return None if item is None else _from_item(QueryRecord, item)
 
     def queries(self, now: float) -> Iterator[QueryRecord]:
-        """Every unexpired query-log record: a full scan, for ``toolrec stats``, never the request path."""
+        """Every unexpired query-log record: a full scan, page by page as the caller reads (``toolrec stats``; the
+        console's usage view stops at its bound), never on the select or execute path."""
         request: dict[str, Any] = {"TableName": self.tables.query_log}
         try:
             while True:

@@ -7,7 +7,7 @@ so a route maps storage trouble to 503 in one place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from handler.policy.model import (
@@ -45,6 +45,11 @@ class PolicyStore(Protocol):
 
     def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
         """Link an execution to the select request that surfaced it; an unknown query_id is ignored."""
+        ...
+
+    def queries(self, now: float) -> Iterable[QueryRecord]:
+        """The unexpired records, lazily where the backend can: ``toolrec stats`` and the console's usage view (which
+        stops reading at a bound) read them; never a select or an execute."""
         ...
 
 

@@ -18,6 +18,7 @@ from handler.services.access import AccessPolicy
 from handler.services.apps import AppDirectory
 from handler.services.execution import ExecutionService
 from handler.services.select import ToolFinder
+from handler.services.usage import UsageService
 from handler.settings import Settings
 
 
@@ -30,6 +31,7 @@ class Services:
     finder: ToolFinder
     apps: AppDirectory
     execution: ExecutionService
+    usage: UsageService
 
     @classmethod
     def build(
@@ -45,4 +47,5 @@ class Services:
         finder = ToolFinder(holder, embedder, access, policy, settings.query_log_ttl_days)
         dispatcher = Dispatcher(executors or default_executors(), settings.max_tool_seconds)
         execution = ExecutionService(holder, access, dispatcher)
-        return cls(settings, holder, policy, access, finder, AppDirectory(holder, access), execution)
+        apps = AppDirectory(holder, access)
+        return cls(settings, holder, policy, access, finder, apps, execution, UsageService(holder, policy))

@@ -71,6 +71,7 @@ def _policy_store_exercise() -> dict[str, Callable[[PolicyStore], object]]:
         "put_query": lambda s: s.put_query(record),
         "get_query": lambda s: s.get_query("q1"),
         "record_execution": lambda s: s.record_execution("q1", execution),
+        "queries": lambda s: list(s.queries(now.timestamp())),
     }
 
 
