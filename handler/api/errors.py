@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from handler.api.schemas import ErrorBody, FieldError
@@ -35,8 +35,22 @@ _LOCATION_ROOTS = {"body", "query", "path", "header"}
 
 def error_response(status: int, name: str, message: str, field_errors: list[FieldError] | None = None) -> JSONResponse:
     body = ErrorBody(name=name, message=message, field_errors=field_errors)
-    headers = {"WWW-Authenticate": "Bearer"} if status == HTTPStatus.UNAUTHORIZED else None
-    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=_headers(status))
+
+
+def _headers(status: int) -> dict[str, str] | None:
+    return {"WWW-Authenticate": "Bearer"} if status == HTTPStatus.UNAUTHORIZED else None
+
+
+async def _refusal(request: Request, status: int, body: ErrorBody) -> Response:
+    """The error body, or on a gateway's MCP endpoint a JSON-RPC error carrying it at the same status: an MCP
+    client shows a JSON-RPC error's message to its user, and only "Server returned an error response" for any
+    other body (PRODUCT.md §3)."""
+    from handler.mcp.route import is_mcp_request, refused
+
+    if is_mcp_request(request):
+        return await refused(request, status, body.model_dump(exclude_none=True), _headers(status))
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=_headers(status))
 
 
 def field_errors(errors: Sequence[Any]) -> list[FieldError]:
@@ -58,10 +72,11 @@ def field_errors(errors: Sequence[Any]) -> list[FieldError]:
     return result
 
 
-async def _validation(request: Request, exc: Exception) -> JSONResponse:
+async def _validation(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = field_errors(exc.errors())
-    return error_response(400, "validation_error", "the request is invalid; see field_errors", errors)
+    body = ErrorBody(name="validation_error", message="the request is invalid; see field_errors", field_errors=errors)
+    return await _refusal(request, 400, body)
 
 
 async def _http(request: Request, exc: Exception) -> JSONResponse:
@@ -74,7 +89,7 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     return error_response(status, name, message)
 
 
-async def _toolrec(request: Request, exc: Exception) -> JSONResponse:
+async def _toolrec(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ToolrecError)
     # The detail (paths, buckets, a parser's position) goes to the log only: callers get `public`.
     if exc.status == HTTPStatus.SERVICE_UNAVAILABLE:
@@ -82,7 +97,7 @@ async def _toolrec(request: Request, exc: Exception) -> JSONResponse:
     elif exc.status >= HTTPStatus.INTERNAL_SERVER_ERROR:
         log.error("toolrec error", exc_info=exc)
     fields = [FieldError(field=p.field, message=p.message) for p in exc.field_errors] or None
-    return error_response(exc.status, exc.name, exc.public, fields)
+    return await _refusal(request, exc.status, ErrorBody(name=exc.name, message=exc.public, field_errors=fields))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
