@@ -82,10 +82,11 @@ def nearest_name(name: str, known: Iterable[str]) -> str | None:
         other_app, _, other_rest = other.partition(".")
         mine, theirs = (rest, other_rest) if rest and other_rest and app == other_app else (key, other)
         matcher.set_seqs(mine, theirs)
-        # difflib's cheap upper bounds first, as get_close_matches does.
-        if matcher.real_quick_ratio() >= best and matcher.quick_ratio() >= best and (ratio := matcher.ratio()) >= best:
-            if nearest is None or ratio > best:
-                nearest, best = candidate, ratio
+        if matcher.real_quick_ratio() < best or matcher.quick_ratio() < best:
+            continue  # difflib's cheap upper bounds first, as get_close_matches does
+        ratio = matcher.ratio()
+        if ratio > best or (nearest is None and ratio >= best):
+            nearest, best = candidate, ratio
     return nearest
 
 

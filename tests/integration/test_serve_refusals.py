@@ -5,7 +5,6 @@ names the nearest one the caller may see, never a denied one (issue 34 item 6; P
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
