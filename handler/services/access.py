@@ -146,7 +146,8 @@ def _candidates(table: ToolTable, name: str, mask: BoolArray) -> list[int]:
         positions = np.sort(positions[mask[positions]])
     else:
         positions = np.flatnonzero(mask)
-    return positions[:MAX_CANDIDATES].tolist()
+    kept: list[int] = positions[:MAX_CANDIDATES].tolist()
+    return kept
 
 
 def count(mask: BoolArray) -> int:
