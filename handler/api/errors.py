@@ -7,7 +7,7 @@ messages name the field and the rule, never the Python type or the submitted val
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -42,15 +42,20 @@ def _headers(status: int) -> dict[str, str] | None:
     return {"WWW-Authenticate": "Bearer"} if status == HTTPStatus.UNAUTHORIZED else None
 
 
-async def _refusal(request: Request, status: int, body: ErrorBody) -> Response:
-    """The error body, or on a gateway's MCP endpoint a JSON-RPC error carrying it at the same status: an MCP
-    client shows a JSON-RPC error's message to its user, and only "Server returned an error response" for any
-    other body (PRODUCT.md §3)."""
-    from handler.mcp.route import is_mcp_request, refused
+# Another shape for the error body on some routes: given the request, the status, the body and its headers, a
+# response, or None where the body is answered as it is. The MCP endpoint's is one (handler/mcp/route.py: a JSON-RPC
+# error, whose message an MCP client shows its user, where the body alone shows "Server returned an error
+# response"; PRODUCT.md §3); the app installs it, as this layer does not know that endpoint.
+RefusalShape = Callable[[Request, int, dict[str, Any], dict[str, str] | None], Awaitable[Response | None]]
 
-    if is_mcp_request(request):
-        return await refused(request, status, body.model_dump(exclude_none=True), _headers(status))
-    return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=_headers(status))
+
+async def _refusal(request: Request, status: int, body: ErrorBody) -> Response:
+    content, headers = body.model_dump(exclude_none=True), _headers(status)
+    for shape in request.app.state.refusal_shapes:
+        shaped = await shape(request, status, content, headers)
+        if shaped is not None:
+            return shaped
+    return JSONResponse(content, status_code=status, headers=headers)
 
 
 def field_errors(errors: Sequence[Any]) -> list[FieldError]:
@@ -105,7 +110,9 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal_error", "an unexpected error occurred; it has been logged")
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, shapes: Sequence[RefusalShape] = ()) -> None:
+    """``shapes``: the routes whose refusals take another shape than the error body (first to answer wins)."""
+    app.state.refusal_shapes = tuple(shapes)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(ToolrecError, _toolrec)

@@ -69,10 +69,15 @@ def is_mcp_request(request: Request) -> bool:
     return request.method == "POST" and getattr(route, "path", None) == MCP_PATH
 
 
-async def refused(request: Request, status: int, error: dict[str, Any], headers: dict[str, str] | None) -> Response:
-    """A request refused before its exchange (REST's error body ``error`` and status) as a JSON-RPC error whose
-    message is the refusal's: the official SDK's client reads a JSON-RPC error from any status and shows its
-    message, where any other body reaches the user as "Server returned an error response" or "Not Found"."""
+async def refused(
+    request: Request, status: int, error: dict[str, Any], headers: dict[str, str] | None
+) -> Response | None:
+    """A request to this endpoint refused before its exchange (REST's error body ``error`` and status) as a
+    JSON-RPC error whose message is the refusal's: the official SDK's client reads a JSON-RPC error from any status
+    and shows its message, where any other body reaches the user as "Server returned an error response" or "Not
+    Found". None for a request to another route (handler/api/errors.py answers it)."""
+    if not is_mcp_request(request):
+        return None
     import mcp_types as types
 
     from handler.mcp.jsonrpc import error_body, refusal_code
