@@ -51,7 +51,8 @@ RefusalShape = Callable[[Request, int, dict[str, Any], dict[str, str] | None], A
 
 async def _refusal(request: Request, status: int, body: ErrorBody) -> Response:
     content, headers = body.model_dump(exclude_none=True), _headers(status)
-    for shape in request.app.state.refusal_shapes:
+    shapes: tuple[RefusalShape, ...] = request.app.state.refusal_shapes
+    for shape in shapes:
         shaped = await shape(request, status, content, headers)
         if shaped is not None:
             return shaped

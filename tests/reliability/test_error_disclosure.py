@@ -68,7 +68,7 @@ def _answers(base: str, key: str | None) -> list[tuple[int, object]]:
     return answers
 
 
-def _rest_body(body: Any) -> Any:
+def _rest_body(body: object) -> object:
     """The error body; a gateway's MCP endpoint carries it as the data of a JSON-RPC error of the same message."""
     if isinstance(body, dict) and "error" in body and "jsonrpc" in body:
         assert body["error"]["message"] == body["error"]["data"]["message"], body
