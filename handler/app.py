@@ -76,7 +76,7 @@ def create_app(
     for router in ROUTERS:
         responses = {} if router in _UNAUTHENTICATED else _ERROR_RESPONSES
         app.include_router(router, responses=responses)
-    install_error_handlers(app)
+    install_error_handlers(app, shapes=[mcp.refused])
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
     app.add_middleware(FreshLogKeys)
     _exact_openapi(app)

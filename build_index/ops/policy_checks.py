@@ -14,7 +14,6 @@ them (handler/index/table.py); with no index to check against, a warning says so
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import sys
@@ -23,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from handler.catalog.names import nearest_name
 from handler.errors import ToolrecError
 from handler.policy.model import ALL_TOOLS
 from handler.settings import ENV_PREFIX
@@ -124,5 +124,5 @@ def check_patterns(patterns: tuple[str, ...], catalog: Catalog) -> None:
 
 def did_you_mean(name: str, known: Sequence[str]) -> str:
     """`` (did you mean 'X'?)`` for the known name nearest a mistyped one, or nothing when none is near."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    near = nearest_name(name, known)  # the API's rule too (handler/catalog/names.py)
+    return f" (did you mean {near!r}?)" if near is not None else ""

@@ -10,6 +10,7 @@ item 4), and every name is one an access rule can name exactly (``name_problem``
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
@@ -24,6 +25,11 @@ _HASH_CHARS = 8
 # A pattern's wildcard, and what separates words on a command line: a name holding either builds, but no rule or
 # pin could name it exactly (issue 22).
 _UNNAMEABLE = re.compile(r"[\s*]")
+
+# A name is compared with each candidate in time that grows with the product of their lengths (difflib): a name
+# longer than any a person types gets no suggestion rather than costing a request seconds (PRODUCT.md §2).
+MAX_SUGGESTED_CHARS = 200
+NEAR_ENOUGH = 0.6  # difflib's default cutoff: a mistyped letter or two in a name of a few words
 
 # toolrec's own tools, listed under the deployment's namespace: the MCP meta-tools and the providers' search.
 DEFAULT_NAMESPACE = "Toolrec"
@@ -55,6 +61,38 @@ def listed_name(name: str) -> str:
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
     prefix = _UNLISTABLE_CHAR.sub("_", underscored)[: 64 - _HASH_CHARS - 1]
     return f"{prefix}_{digest}"
+
+
+def nearest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name nearest a mistyped one, or None when none is near: the one did-you-mean rule of the CLI and
+    the API. Case is ignored and ``_`` reads as ``.`` (``slack_sendmesage`` is near ``Slack.SendMessage``); among
+    one app's tools only the part after the app is compared, or the shared app name alone would make any tool of
+    it near (``Weather.Teleport`` is not a mistyped ``Weather.GetForecast``). ``known`` must hold only names the
+    asker may be told of: a denied tool's name is never suggested."""
+    if len(name) > MAX_SUGGESTED_CHARS:
+        return None
+    key = name_key(name)
+    app, _, rest = key.partition(".")
+    matcher = difflib.SequenceMatcher()
+    nearest, best = None, NEAR_ENOUGH
+    for candidate in known:
+        if len(candidate) > MAX_SUGGESTED_CHARS:
+            continue
+        other = name_key(candidate)
+        other_app, _, other_rest = other.partition(".")
+        mine, theirs = (rest, other_rest) if rest and other_rest and app == other_app else (key, other)
+        matcher.set_seqs(mine, theirs)
+        if matcher.real_quick_ratio() < best or matcher.quick_ratio() < best:
+            continue  # difflib's cheap upper bounds first, as get_close_matches does
+        ratio = matcher.ratio()
+        if ratio > best or (nearest is None and ratio >= best):
+            nearest, best = candidate, ratio
+    return nearest
+
+
+def did_you_mean(near: str | None) -> str:
+    """`` — did you mean 'X'?`` after an API message about a mistyped name, or nothing when no name is near."""
+    return f" — did you mean {near!r}?" if near is not None else ""
 
 
 def name_problem(name: str) -> str | None:

@@ -55,6 +55,9 @@ class CachedPolicyStore:
     def gateway(self, gateway_id: str) -> Gateway | None:
         return self.cache.get_or_load("gateway", gateway_id, lambda: self.inner.gateway(gateway_id))
 
+    def gateway_ids(self) -> Sequence[str]:
+        return self.cache.get_or_load("gateway_ids", "", lambda: tuple(self.inner.gateway_ids()))
+
     def access_rules(self, user_id: str) -> Sequence[AccessRule]:
         return self.cache.get_or_load("rules", user_id, lambda: tuple(self.inner.access_rules(user_id)))
 

@@ -26,6 +26,10 @@ class PolicyStore(Protocol):
     # Gateways and access rules.
     def gateway(self, gateway_id: str) -> Gateway | None: ...
 
+    def gateway_ids(self) -> Sequence[str]:
+        """Every gateway's id: what an unknown gateway is compared with to name the nearest (PRODUCT.md §2)."""
+        ...
+
     def access_rules(self, user_id: str) -> Sequence[AccessRule]:
         """The rules whose subject is this user or ``*``."""
         ...

@@ -137,8 +137,8 @@ class ToolFinder:
             results = [_explained(index, r, why, context, floor) for r, why in zip(results, ranked, strict=True)]
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
-        no_match = sum(1 for r in results if r.empty_reason in ("no_match", "below_min_score"))
-        observability.record_select(1000 * (time.perf_counter() - started), len(results), no_match)
+        latency_ms = 1000 * (time.perf_counter() - started)
+        observability.record_select(latency_ms, [r.task for r in results], [r.empty_reason for r in results])
         self._log_query(selection, caller)
         return selection
 
