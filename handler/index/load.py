@@ -6,9 +6,10 @@ Verification and assembly are separate steps so each says what it guarantees: ``
 
 The arrays and the tool records are memory-mapped read-only, not read: nothing is copied at load, a page is resident
 only once a query reads it (and is the page cache's, not the heap's), and no code can write into a loaded build. A
-build directory is therefore never changed in place once loaded: a publish writes a new ``builds/<id>/``, the S3
-cache writes each build once under its own name, and a refresh drops older copies by unlinking them, which leaves a
-mapping intact.
+mapped file must therefore never change in place (a read past its new end is SIGBUS): a publish writes a new
+``builds/<id>/``, a server maps its own copy of a build (store.py: downloaded from S3, or copied from a local folder
+that anyone may overwrite), written once under its own name, and a refresh drops older copies by unlinking them,
+which leaves a mapping intact.
 """
 
 from __future__ import annotations
