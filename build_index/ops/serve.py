@@ -5,7 +5,8 @@ writes a default policy: gateway ``default`` allowing every tool, a rule letting
 demo apps and a demo user's connections, and the bootstrap API key (bootstrap_key.py). With ``--index`` (one's own
 catalog) a new policy file holds the bootstrap key only: the demo's gateway, rules, apps and connections describe
 the demo's tools, not someone else's. The app is wired by handler/composition.py, exactly as the Lambda function is.
-The port is taken before anything is built or announced, so a busy one is the first and only thing said.
+The port is taken before anything is built or announced, so a busy one is the first and only thing said; an
+``--index`` folder that holds no published index is said next, and nothing starts.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from build_index.ops.bootstrap_key import BootstrapKey, ensure_bootstrap_key, key_lines
 from handler.errors import ToolrecError
+from handler.index.format import BUILDS, LATEST, MANIFEST
 from handler.policy.file_store import write_if_absent
 from handler.policy.model import AccessRule, AppInfo, Connection, Gateway, PolicyDocument
 from handler.ranking.query import Embedder
@@ -103,6 +105,22 @@ def _latest_model_fingerprint(index_dir: Path) -> str | None:
         return None  # no demo yet, or a damaged one: build it
 
 
+class NoIndexError(ToolrecError):
+    """``toolrec serve --index`` names a folder that holds no published index: it stops instead of serving 503s."""
+
+
+def require_published_index(folder: Path) -> None:
+    """NoIndexError unless ``folder`` holds what ``toolrec build --out FOLDER`` writes: ``LATEST`` and ``builds/``.
+    A mistyped folder started a server that answered 503 to everything (issue 33 item 9)."""
+    expected = f"the folder `toolrec build --out {folder}` writes, holding {LATEST} and {BUILDS}/"
+    if (folder / MANIFEST).is_file() and folder.parent.name == BUILDS:
+        raise NoIndexError(f"{folder} is one build; serve the folder that holds {LATEST}: --index {folder.parents[1]}")
+    if not folder.is_dir():
+        raise NoIndexError(f"no index at {folder}: no such folder (expected {expected})")
+    if not (folder / LATEST).is_file():
+        raise NoIndexError(f"no index at {folder}: it holds no {LATEST} (expected {expected})")
+
+
 def ensure_policy(policy_file: Path, api_key: str | None, new_policy: PolicyDocument | None = None) -> BootstrapKey:
     """Write ``new_policy`` (default: the demo's) if the file is absent; make sure a bootstrap key works."""
     # Under the writer lock: a concurrent `toolrec policy` survives.
@@ -121,6 +139,8 @@ def prepare_embedded_default(
     index_location = index or str(root / "index")
     if index is None:
         ensure_demo_index(Path(index_location), embedder, announce)
+    elif not index.startswith("s3://"):
+        require_published_index(Path(index))
     policy_file = policy or root / "policy.json"
     is_new = not policy_file.exists()
     key = ensure_policy(policy_file, api_key, None if index is None else PolicyDocument())

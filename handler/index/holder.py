@@ -1,7 +1,8 @@
 """Holds the index the service answers from, and swaps in a new build when ``LATEST`` moves.
 
 A request takes one snapshot (``current()``) and uses it to the end, so a swap never changes the index
-under a request in flight. The check for a new ``LATEST`` runs on the request path at most once per
+under a request in flight. A build is served from a private copy (store.py), so a change made where it was
+published is logged, never read. The check for a new ``LATEST`` runs on the request path at most once per
 ``refresh_seconds`` (a Lambda instance is frozen between invocations, so a background timer would not
 run), and only one thread performs it: the others keep answering from the old snapshot meanwhile.
 """
@@ -65,6 +66,7 @@ class IndexHolder:
         self._error: str | None = "not loaded yet"  # the detail, for the log
         self._reason: str | None = "no tool index is loaded yet"  # the same in generic words, for callers
         self._next_check = 0.0
+        self._changed_noted: str | None = None  # the build whose in-place change was logged
 
     def load(self) -> None:
         """Load (or reload) ``LATEST`` now; failures are kept for /healthz, never raised."""
@@ -110,17 +112,34 @@ class IndexHolder:
             if child.is_dir() and child.name != keep and not child.name.startswith("."):
                 shutil.rmtree(child, ignore_errors=True)
 
+    def _note_changes(self, build_id: str) -> None:
+        """Log, once per build, that its published files changed since the private copy served was made of them."""
+        changed = self.store.changed_in_place(build_id, self.cache_dir)
+        if changed and self._changed_noted != build_id:
+            self._changed_noted = build_id
+            log.warning(
+                "build %s at %s changed in place (%s): still serving the copy verified when it was loaded; publish a"
+                " changed index as a new build (toolrec build --out) and it is loaded when LATEST names it",
+                build_id,
+                self.store.describe(),
+                ", ".join(changed),
+            )
+
     def _refresh_locked(self) -> None:
         now = self._clock()
         try:
             latest = self.store.latest_build_id()
             if self._current is None or latest != self._current.build_id:
-                index = load_latest(self.store, self.cache_dir, self.model_fingerprint, self.threads, self.namespace)
+                index = load_latest(
+                    self.store, self.cache_dir, self.model_fingerprint, self.threads, self.namespace, private=True
+                )
                 if not self.learn_from_use:
                     index = index.without_usage()
                 self._current = index  # one reference assignment: the atomic swap
                 log.info("index loaded", extra={"build_id": index.build_id})
                 self._prune_cache(keep=index.build_id)
+            else:
+                self._note_changes(latest)
             self._error = self._reason = None
             self._next_check = now + self.refresh_seconds
         except (IndexUnavailableError, IntegrityError, OSError, ValueError) as exc:

@@ -6,9 +6,10 @@ Verification and assembly are separate steps so each says what it guarantees: ``
 
 The arrays and the tool records are memory-mapped read-only, not read: nothing is copied at load, a page is resident
 only once a query reads it (and is the page cache's, not the heap's), and no code can write into a loaded build. A
-build directory is therefore never changed in place once loaded: a publish writes a new ``builds/<id>/``, the S3
-cache writes each build once under its own name, and a refresh drops older copies by unlinking them, which leaves a
-mapping intact.
+mapped file must therefore never change in place (a read past its new end is SIGBUS): a publish writes a new
+``builds/<id>/``, a server maps its own copy of a build (store.py: downloaded from S3, or copied from a local folder
+that anyone may overwrite), written once under its own name, and a refresh drops older copies by unlinking them,
+which leaves a mapping intact.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from handler.catalog.names import DEFAULT_NAMESPACE, ToolNames
 from handler.catalog.tool import Tool
 from handler.errors import IntegrityError
+from handler.index.fit import Misfit, check_bm25, check_coarse, check_usage, check_vectors
 from handler.index.format import (
     ARRAYS,
     CLASSIFIER_ARRAYS,
@@ -94,14 +96,14 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: s
     tools = _tool_records(directory, manifest.schema_version)
     if len(tools) != manifest.tool_count:
         raise IntegrityError(f"index {manifest.build_id} holds {len(tools)} tools, manifest: {manifest.tool_count}")
-    vocabulary = json.loads((directory / VOCABULARY).read_text())
+    misfit = Misfit(manifest.build_id, len(tools))
+    check_vectors(misfit, arrays, manifest.model.dimensions)
+    vocabulary = check_bm25(misfit, arrays, _vocabulary(directory, misfit))
     bm25 = BM25Index(vocabulary, arrays["bm25_indptr"], arrays["bm25_doc_ids"], arrays["bm25_weights"], len(tools))
     vectors = QuantizedVectors(arrays["vectors"], arrays["vector_scales"])
-    if vectors.values.shape != (len(tools), manifest.model.dimensions) or vectors.scales.shape != (len(tools),):
-        raise IntegrityError(f"index {manifest.build_id}: vectors have shape {vectors.values.shape}")
-    usage = _usage(directory, manifest) if manifest.usage is not None else None
+    usage = _usage(directory, manifest, misfit) if manifest.usage is not None else None
     names = ToolNames(tools.keys.names, namespace)  # refuses names that fold together or are toolrec's own
-    coarse = _coarse(directory, manifest, vectors, threads)
+    coarse = _coarse(directory, manifest, vectors, threads, misfit)
     scorer = Int8Scorer(vectors, threads) if coarse is None else coarse.exact  # exact: every row, a chunk at a time
     ranking = RankingIndex(names, bm25, scorer, _analyzer(manifest), usage, general_lexicon(), coarse)
     return Index(manifest, tools, ranking, ToolTable.of(tools, names))
@@ -166,16 +168,15 @@ def _verify_files(
             raise IntegrityError(f"index {manifest.build_id}: {name} does not match its sha256 (corrupt or partial)")
 
 
-def _coarse(directory: Path, manifest: Manifest, vectors: QuantizedVectors, threads: int) -> CoarseSemantic | None:
+def _coarse(
+    directory: Path, manifest: Manifest, vectors: QuantizedVectors, threads: int, misfit: Misfit
+) -> CoarseSemantic | None:
     """A large build's two-stage dense signal (handler/ranking/coarse.py); None for a build that scans every vector."""
     if manifest.coarse_dimensions is None:
         return None
-    codes, scales, projection, mean = (_mapped_array(directory, name) for name in COARSE_ARRAYS)
-    width = manifest.model.dimensions
-    if codes.shape != (len(vectors.scales), manifest.coarse_dimensions) or projection.shape != (width, codes.shape[1]):
-        raise IntegrityError(f"index {manifest.build_id}: coarse codes have shape {codes.shape}")
-    if scales.shape != (len(codes),) or mean.shape != (width,):
-        raise IntegrityError(f"index {manifest.build_id}: coarse scales or mean have the wrong shape")
+    arrays = {name: _mapped_array(directory, name) for name in COARSE_ARRAYS}
+    check_coarse(misfit, arrays, manifest.model.dimensions, manifest.coarse_dimensions)
+    codes, scales, projection, mean = (arrays[name] for name in COARSE_ARRAYS)
     scan = Int8Scorer(QuantizedVectors(codes, scales), threads)
     exact = Int8Rows(vectors, threads)  # a coarse build stores its vectors row-major: no copy
     return CoarseSemantic(projection, mean, scan, exact)
@@ -186,30 +187,31 @@ def _mapped_array(directory: Path, name: str) -> np.ndarray[Any, Any]:
     return np.asarray(np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False))
 
 
-def _usage(directory: Path, manifest: Manifest) -> UsageEvidence:
+def _usage(directory: Path, manifest: Manifest, misfit: Misfit) -> UsageEvidence:
     with_classifier = manifest.usage is not None and manifest.usage.classifier
     names = USAGE_ARRAYS + (CLASSIFIER_ARRAYS if with_classifier else ())
     arrays = {name: _mapped_array(directory, name) for name in names}
+    check_usage(misfit, arrays, manifest.model.dimensions, with_classifier)
     past = QuantizedVectors(arrays["usage_vectors"], arrays["usage_scales"])
-    tools, indptr, companions = arrays["usage_tools"], arrays["co_usage_indptr"], arrays["co_usage_tools"]
-    n = manifest.tool_count
-    consistent = (
-        past.values.shape == (len(tools), manifest.model.dimensions)
-        and past.scales.shape == tools.shape
-        and indptr.shape == (n + 1,)
-        and companions.shape == arrays["co_usage_shares"].shape == (int(indptr[-1]),)
-        and bool(((tools >= 0) & (tools < n)).all() and ((companions >= 0) & (companions < n)).all())
-    )
     classifier = None
     if with_classifier:
-        classifier = QuantizedVectors(arrays["usage_classifier"], arrays["usage_classifier_scales"])
-        consistent = (
-            consistent and classifier.values.shape == past.values.shape and classifier.scales.shape == tools.shape
-        )
-    if not consistent:
-        raise IntegrityError(f"index {manifest.build_id}: its usage arrays do not fit its {n} tools")
-    scorer = None if classifier is None else Int8Scorer(classifier)
-    return UsageEvidence(Int8Scorer(past), tools, indptr, companions, arrays["co_usage_shares"], scorer)
+        classifier = Int8Scorer(QuantizedVectors(arrays["usage_classifier"], arrays["usage_classifier_scales"]))
+    return UsageEvidence(
+        Int8Scorer(past),
+        arrays["usage_tools"],
+        arrays["co_usage_indptr"],
+        arrays["co_usage_tools"],
+        arrays["co_usage_shares"],
+        classifier,
+    )
+
+
+def _vocabulary(directory: Path, misfit: Misfit) -> object:
+    try:
+        vocabulary: object = json.loads((directory / VOCABULARY).read_bytes())
+    except ValueError as exc:
+        raise misfit.fail(VOCABULARY, f"is not JSON ({exc})") from None
+    return vocabulary
 
 
 def _tool_records(directory: Path, schema_version: int) -> ToolRecords:

@@ -23,6 +23,8 @@ STOPWORDS = frozenset(
     tell show find give me us one
     """.split()
 )
+# The most characters stem() takes off a word ("xxxxeeings" -> "xxxx"): a term is never shorter than its word by more.
+MAX_STEM_STRIP = 6
 
 
 def stem(word: str) -> str:

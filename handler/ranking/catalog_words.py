@@ -18,12 +18,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from handler.ranking.analyzer import MAX_STEM_STRIP
 from handler.ranking.text import split_identifier
 
 _CAPITALS = re.compile(r"\b([A-Z]{2,5})s?\b")
 _NAME_PARTS = re.compile(r"[._\-/:\s]+")
 MIN_JOINED_CHARS = 5  # "github"; shorter terms split into two catalog words too easily
 MIN_PART_CHARS = 2
+MAX_PART_CHARS = 40  # longer than any word or brand: a longer "part" of an unknown term is noise, never tried
 MIN_PREFIX_CHARS = 4  # "repo"; three letters start too many words
 MAX_PREFIX_WORDS = 3
 MAX_ACRONYM_WORDS = 3
@@ -36,17 +38,22 @@ class CatalogWords:
     analyze: Callable[[str], list[str]]
 
     def expand(self, terms: list[str], query: str) -> list[str]:
-        """``terms`` (the analyzed query) plus the catalog words its unknown terms stand for."""
-        extra = [word for acronym in _CAPITALS.findall(query) for word in self._acronym(acronym.lower())]
-        for term in terms:
+        """``terms`` (the analyzed query) plus the catalog words its unknown terms stand for. Each distinct acronym
+        and term is met once: a context repeating one ("PR PR PR ...") costs as much as saying it once."""
+        acronyms = dict.fromkeys(_CAPITALS.findall(query))
+        extra = [word for acronym in acronyms for word in self._acronym(acronym.lower())]
+        for term in dict.fromkeys(terms):
             if term not in self.vocabulary and term.isalpha():
                 extra += self._joined(term) or self._prefixed(term)
         return terms + extra
 
     def _joined(self, term: str) -> list[str]:
-        if len(term) < MIN_JOINED_CHARS:
+        """Only cuts whose halves could each analyze to a catalog word are tried: analyzing every cut of a long
+        unknown word cost the square of its length (a 4,000-letter context took 2 s per task, issue 33)."""
+        longest = self._longest_part
+        if len(term) < MIN_JOINED_CHARS or len(term) > 2 * longest:
             return []
-        for cut in range(MIN_PART_CHARS, len(term) - MIN_PART_CHARS + 1):
+        for cut in range(max(MIN_PART_CHARS, len(term) - longest), min(longest, len(term) - MIN_PART_CHARS) + 1):
             head, tail = self.analyze(term[:cut]), self.analyze(term[cut:])
             if head and tail and all(t in self.vocabulary for t in head + tail):
                 return head + tail
@@ -70,6 +77,12 @@ class CatalogWords:
                 break
             found.append(word)
         return found if len(found) <= MAX_PREFIX_WORDS else []
+
+    @cached_property
+    def _longest_part(self) -> int:
+        """The longest word that analyzes to a catalog word: its longest term plus what a stem may take off."""
+        longest = max((len(word) for word in self.vocabulary), default=0)
+        return min(longest + MAX_STEM_STRIP, MAX_PART_CHARS)
 
     @cached_property
     def sorted_vocabulary(self) -> list[str]:

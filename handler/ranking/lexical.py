@@ -56,7 +56,7 @@ class LexicalAnalysis:
         for part, weight in ((plain, 1.0), (values, VALUE_TERM_WEIGHT)):
             for term in self._words.expand(self.analyzer(part), part):
                 weights.setdefault(term, weight)
-            for token in self._short_forms(part):  # an abbreviation counts fully, also one with digits
+            for token in dict.fromkeys(self._short_forms(part)):  # an abbreviation counts fully, also with digits
                 for term in self._abbreviations.terms(token):
                     weights[term] = max(weights.get(term, 0.0), 1.0)
         for term in action_terms(plain, self.verbs, self.vocabulary, self.analyzer):
@@ -67,7 +67,7 @@ class LexicalAnalysis:
         """The task with what its short forms mean in this catalog after it, for the embedder: "open a PR
         (pull request)". The model learned abbreviations from the agent tasks, but the spelled-out meaning, met
         with the catalog's words, is what a tool's first line says (docs/quality.md "How we got here")."""
-        meanings = [m for token in self._short_forms(task) for m in self._abbreviations.meanings(token)]
+        meanings = [m for token in dict.fromkeys(self._short_forms(task)) for m in self._abbreviations.meanings(token)]
         return f"{task} ({'; '.join(dict.fromkeys(meanings))})" if meanings else task
 
     def _short_forms(self, text: str) -> list[str]:

@@ -66,6 +66,7 @@ def test_a_new_policy_for_ones_own_index_starts_empty(embedder: OnnxEmbedder, tm
     nothing but the bootstrap key, and serve says what to add."""
     said: list[str] = []
     policy = tmp_path / "mine.json"
+    ensure_demo_index(tmp_path / "idx", embedder)  # one's own catalog, published
     prepare_embedded_default(tmp_path / "root", embedder, "k-1", str(tmp_path / "idx"), policy, said.append)
     document = read_document(policy)
     assert (document.gateways, document.access_rules, document.apps, document.connections) == ([], [], [], [])

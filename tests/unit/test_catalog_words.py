@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
-from handler.ranking.analyzer import Analyzer
+from handler.ranking.analyzer import MAX_STEM_STRIP, Analyzer, stem
 from handler.ranking.bm25 import build_bm25
-from handler.ranking.catalog_words import CatalogWords
+from handler.ranking.catalog_words import MIN_JOINED_CHARS, MIN_PART_CHARS, CatalogWords
 from handler.ranking.dense import DenseMatrix, quantize
 from handler.ranking.retriever import Method, RankingIndex
 from handler.ranking.text import index_text
@@ -73,3 +75,26 @@ def test_keyword_ranking_finds_brands_typed_in_lowercase() -> None:
         hits = index.rank(query, None, 3, method=Method.BM25)
         assert hits, query
         assert index.names[hits[0].index].startswith(tool), (query, [index.names[h.index] for h in hits])
+
+
+def _joined_by_every_cut(words: CatalogWords, term: str) -> list[str]:
+    """The joined-word rule as first written: every cut analyzed (quadratic in the term's length)."""
+    if len(term) < MIN_JOINED_CHARS:
+        return []
+    for cut in range(MIN_PART_CHARS, len(term) - MIN_PART_CHARS + 1):
+        head, tail = analyzer(term[:cut]), analyzer(term[cut:])
+        if head and tail and all(t in words.vocabulary for t in head + tail):
+            return head + tail
+    return []
+
+
+@given(st.text(alphabet="aeinrsgdyt", max_size=14))
+def test_a_stem_never_takes_off_more_than_max_stem_strip(word: str) -> None:
+    assert len(stem(word)) >= len(word) - MAX_STEM_STRIP
+
+
+@given(st.lists(st.sampled_from(["git", "hub", "google", "drive", "sending", "files", "reports", "qq", "e", "s"]),
+                min_size=1, max_size=5))  # fmt: skip
+def test_only_the_cuts_that_can_meet_catalog_words_are_tried_and_they_find_the_same_words(parts: list[str]) -> None:
+    words, term = _words(), "".join(parts)
+    assert words._joined(term) == _joined_by_every_cut(words, term)
