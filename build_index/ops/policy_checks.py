@@ -14,15 +14,14 @@ them (handler/index/table.py); with no index to check against, a warning says so
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from handler.catalog.names import did_you_mean
 from handler.errors import ToolrecError
 from handler.policy.model import ALL_TOOLS
 from handler.settings import ENV_PREFIX
@@ -120,9 +119,3 @@ def check_patterns(patterns: tuple[str, ...], catalog: Catalog) -> None:
             f"{', '.join(hints)} {'matches' if len(hints) == 1 else 'match'} no tool of the index at"
             f" {index_location} ({len(table.names)} tools): nothing written"
         )
-
-
-def did_you_mean(name: str, known: Sequence[str]) -> str:
-    """`` (did you mean 'X'?)`` for the known name nearest a mistyped one, or nothing when none is near."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""

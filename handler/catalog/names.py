@@ -10,6 +10,7 @@ item 4), and every name is one an access rule can name exactly (``name_problem``
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
@@ -65,6 +66,19 @@ def name_problem(name: str) -> str | None:
     if _UNNAMEABLE.search(name):
         return "holds whitespace or '*', so no access rule or pin could name it"
     return None
+
+
+def nearest(name: str, known: Iterable[str]) -> str | None:
+    """The known name a mistyped one most likely meant (``executer`` -> ``executor``), or None when none is near:
+    the one did-you-mean of every message that refuses or reports a name (catalog fields, policy names)."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the known name nearest a mistyped one, or nothing when none is near."""
+    close = nearest(name, known)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def own_tool_name(namespace: str, tool: str) -> str:
