@@ -29,7 +29,11 @@ def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> Polic
     revocation made with ``toolrec policy`` applies from the next request on (docs/security.md)."""
     if settings.policy_backend == "file":
         assert settings.policy_file is not None
-        return FilePolicyStore(settings.policy_file)
+        store = FilePolicyStore(settings.policy_file)
+        # A file that cannot be read or parsed stops the start, naming its fields; once serving, a later bad edit
+        # leaves the last good policy in force (FilePolicyStore.document, PRODUCT.md §4).
+        store.document()
+        return store
     from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 
     if dynamodb_client is None:
