@@ -20,6 +20,7 @@ from handler.policy.cached import CachedPolicyStore
 from handler.policy.file_store import FilePolicyStore
 from handler.policy.store import PolicyStore
 from handler.ranking.query import Embedder
+from handler.services.policy_names import PolicyNameCheck
 from handler.settings import Settings
 
 
@@ -39,6 +40,22 @@ def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> Polic
     if dynamodb_client is None:
         dynamodb_client = aws_client("dynamodb", "serve")
     return CachedPolicyStore(DynamoPolicyStore(dynamodb_client, TableNames.of(settings)), settings.policy_cache_seconds)
+
+
+def policy_name_check(store: PolicyStore, holder: IndexHolder) -> PolicyNameCheck | None:
+    """The check of the names the policy holds against the served build (services/policy_names.py), run when either
+    changes: the file store tells it of every new read; DynamoDB's gateways and rules are scanned for it at most
+    once per ``policy_cache_seconds``, and only when /healthz asks (never at a cold start or in a request)."""
+    if isinstance(store, FilePolicyStore):
+        check = PolicyNameCheck(holder, store.document)
+        store.on_change = lambda _: check.current()
+        return check
+    from handler.policy.dynamodb_store import DynamoPolicyStore  # boto3: not imported to serve a local file
+
+    if isinstance(store, CachedPolicyStore) and isinstance(store.inner, DynamoPolicyStore):
+        dynamo, cache = store.inner, store.cache
+        return PolicyNameCheck(holder, lambda: cache.get_or_load("policy_names", "", dynamo.gateways_and_rules))
+    return None
 
 
 def build_app(
@@ -66,11 +83,12 @@ def build_app(
         namespace=settings.mcp_namespace,
     )
     holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
+    policy_store = build_policy_store(settings, dynamodb_client)
+    policy_names = policy_name_check(policy_store, holder)
+    if isinstance(policy_store, FilePolicyStore) and policy_names is not None:
+        policy_names.current()  # a name of the policy no tool or app holds is logged at start
     app = create_app(
-        settings,
-        index_holder=holder,
-        embedder=embedder,
-        policy_store=build_policy_store(settings, dynamodb_client),
+        settings, index_holder=holder, embedder=embedder, policy_store=policy_store, policy_names=policy_names
     )
     # The clients made (or given) here, for the SnapStart hooks (handler/snapstart.py) to close before a snapshot.
     app.state.aws_clients = tuple(client for client in (s3_client, dynamodb_client) if client is not None)

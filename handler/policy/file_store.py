@@ -226,6 +226,8 @@ class FilePolicyStore:
         self._lock = threading.Lock()
         self._loaded: tuple[Version, PolicyDocument] | None = None
         self._failed: Version | None = None  # a version of the file that could not be read: logged once
+        # Told each policy read that differs from the one before (the check of the names it holds, composition.py).
+        self.on_change: Callable[[PolicyDocument], object] | None = None
         self._queries: OrderedDict[str, QueryRecord] = OrderedDict()
         self.query_log_path = query_log_file(path)
 
@@ -248,6 +250,8 @@ class FilePolicyStore:
         except PolicyUnavailableError as exc:
             return self._last_good(version, exc, exc.__cause__)
         self._loaded, self._failed = (version, document), None
+        if self.on_change is not None:
+            self.on_change(document)
         return document
 
     def _last_good(

@@ -17,6 +17,7 @@ from handler.ranking.query import Embedder
 from handler.services.access import AccessPolicy
 from handler.services.apps import AppDirectory
 from handler.services.execution import ExecutionService
+from handler.services.policy_names import PolicyNameCheck
 from handler.services.select import ToolFinder
 from handler.settings import Settings
 
@@ -30,6 +31,7 @@ class Services:
     finder: ToolFinder
     apps: AppDirectory
     execution: ExecutionService
+    policy_names: PolicyNameCheck | None = None  # the policy's names no tool or app holds (None: not checked)
 
     @classmethod
     def build(
@@ -39,10 +41,11 @@ class Services:
         embedder: Embedder,
         policy: PolicyStore,
         executors: Mapping[str, ToolExecutor] | None = None,
+        policy_names: PolicyNameCheck | None = None,
     ) -> Services:
         """``executors``: kind -> adapter (http, mcp and lambda by default); tests inject a Lambda client this way."""
         access = AccessPolicy(policy)
         finder = ToolFinder(holder, embedder, access, policy, settings.query_log_ttl_days)
         dispatcher = Dispatcher(executors or default_executors(), settings.max_tool_seconds)
         execution = ExecutionService(holder, access, dispatcher)
-        return cls(settings, holder, policy, access, finder, AppDirectory(holder, access), execution)
+        return cls(settings, holder, policy, access, finder, AppDirectory(holder, access), execution, policy_names)
