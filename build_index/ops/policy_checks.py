@@ -18,10 +18,11 @@ import functools
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from handler.catalog.names import did_you_mean
+from handler.catalog.names import nearest_name
 from handler.errors import ToolrecError
 from handler.policy.model import ALL_TOOLS
 from handler.settings import ENV_PREFIX
@@ -119,3 +120,9 @@ def check_patterns(patterns: tuple[str, ...], catalog: Catalog) -> None:
             f"{', '.join(hints)} {'matches' if len(hints) == 1 else 'match'} no tool of the index at"
             f" {index_location} ({len(table.names)} tools): nothing written"
         )
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """`` (did you mean 'X'?)`` for the known name nearest a mistyped one, or nothing when none is near."""
+    near = nearest_name(name, known)  # the API's rule too (handler/catalog/names.py)
+    return f" (did you mean {near!r}?)" if near is not None else ""

@@ -20,11 +20,11 @@ from build_index.ops.policy_checks import (
     Catalog,
     PolicyCommandError,
     check_patterns,
+    did_you_mean,
     index_for,
     open_policy_file,
     say,
 )
-from handler.catalog.names import did_you_mean
 from handler.policy.store import PolicyWriter
 from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX
 

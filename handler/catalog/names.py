@@ -26,6 +26,11 @@ _HASH_CHARS = 8
 # pin could name it exactly (issue 22).
 _UNNAMEABLE = re.compile(r"[\s*]")
 
+# A name is compared with each candidate in time that grows with the product of their lengths (difflib): a name
+# longer than any a person types gets no suggestion rather than costing a request seconds (PRODUCT.md §2).
+MAX_SUGGESTED_CHARS = 200
+NEAR_ENOUGH = 0.6  # difflib's default cutoff: a mistyped letter or two in a name of a few words
+
 # toolrec's own tools, listed under the deployment's namespace: the MCP meta-tools and the providers' search.
 DEFAULT_NAMESPACE = "Toolrec"
 SELECT_TOOLS, USE_TOOL, LIST_APPS, FIND_TOOLS = "SelectTools", "UseTool", "ListApps", "FindTools"
@@ -58,6 +63,38 @@ def listed_name(name: str) -> str:
     return f"{prefix}_{digest}"
 
 
+def nearest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name nearest a mistyped one, or None when none is near: the one did-you-mean rule of the CLI and
+    the API. Case is ignored and ``_`` reads as ``.`` (``slack_sendmesage`` is near ``Slack.SendMessage``); among
+    one app's tools only the part after the app is compared, or the shared app name alone would make any tool of
+    it near (``Weather.Teleport`` is not a mistyped ``Weather.GetForecast``). ``known`` must hold only names the
+    asker may be told of: a denied tool's name is never suggested."""
+    if len(name) > MAX_SUGGESTED_CHARS:
+        return None
+    key = name_key(name)
+    app, _, rest = key.partition(".")
+    matcher = difflib.SequenceMatcher()
+    nearest, best = None, NEAR_ENOUGH
+    for candidate in known:
+        if len(candidate) > MAX_SUGGESTED_CHARS:
+            continue
+        other = name_key(candidate)
+        other_app, _, other_rest = other.partition(".")
+        mine, theirs = (rest, other_rest) if rest and other_rest and app == other_app else (key, other)
+        matcher.set_seqs(mine, theirs)
+        if matcher.real_quick_ratio() < best or matcher.quick_ratio() < best:
+            continue  # difflib's cheap upper bounds first, as get_close_matches does
+        ratio = matcher.ratio()
+        if ratio > best or (nearest is None and ratio >= best):
+            nearest, best = candidate, ratio
+    return nearest
+
+
+def did_you_mean(near: str | None) -> str:
+    """`` — did you mean 'X'?`` after an API message about a mistyped name, or nothing when no name is near."""
+    return f" — did you mean {near!r}?" if near is not None else ""
+
+
 def name_problem(name: str) -> str | None:
     """Why an access rule or a pin could not name this tool exactly, or None: the one rule ``toolrec build`` holds
     catalog names to and ``toolrec policy`` holds exact names to."""
@@ -66,19 +103,6 @@ def name_problem(name: str) -> str | None:
     if _UNNAMEABLE.search(name):
         return "holds whitespace or '*', so no access rule or pin could name it"
     return None
-
-
-def nearest(name: str, known: Iterable[str]) -> str | None:
-    """The known name a mistyped one most likely meant (``executer`` -> ``executor``), or None when none is near:
-    the one did-you-mean of every message that refuses or reports a name (catalog fields, policy names)."""
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """`` (did you mean 'X'?)`` for the known name nearest a mistyped one, or nothing when none is near."""
-    close = nearest(name, known)
-    return f" (did you mean {close!r}?)" if close else ""
 
 
 def own_tool_name(namespace: str, tool: str) -> str:

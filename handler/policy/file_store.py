@@ -40,7 +40,7 @@ from typing import TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from handler.catalog.names import did_you_mean
+from handler.catalog.names import did_you_mean, nearest_name
 from handler.errors import PolicyUnavailableError
 from handler.policy.model import (
     DOCUMENT_VERSION,
@@ -92,7 +92,7 @@ def invalid_fields(exc: ValidationError) -> str:
         where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
         message = str(error["msg"]).removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = f"unknown field{did_you_mean(str(loc[-1]), _record_fields(loc))}"
+            message = f"unknown field{did_you_mean(nearest_name(str(loc[-1]), _record_fields(loc)))}"
         problems.append(f"{where or 'the file'}: {message}")
     return "; ".join(problems)
 

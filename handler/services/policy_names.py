@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from handler.catalog.names import nearest
+from handler.catalog.names import did_you_mean, nearest_name
 from handler.errors import ToolrecError
 from handler.index.holder import IndexHolder
 from handler.index.load import Index
@@ -36,7 +36,7 @@ class UnknownName:
     nearest: str | None
 
     def describe(self) -> str:
-        hint = f" (did you mean {self.nearest!r}?)" if self.nearest else ""
+        hint = did_you_mean(self.nearest)
         return f"{self.record} {self.field}: {self.name!r} names no tool or app of the catalog{hint}"
 
 
@@ -70,13 +70,13 @@ def _matches(table: ToolTable, pattern: str) -> bool:
 def _nearest(table: ToolTable, pattern: str) -> str | None:
     apps = {app.casefold(): app for app in table.app_names}
     if pattern.endswith(".*"):
-        app = nearest(pattern[:-2].casefold(), apps)
+        app = nearest_name(pattern[:-2].casefold(), apps)
         return None if app is None else f"{apps[app]}.*"
     candidates: Sequence[str] = table.names
     if len(table.names) > NEAREST_AMONG_ALL:
-        app = nearest(pattern.partition(".")[0].casefold(), apps)
+        app = nearest_name(pattern.partition(".")[0].casefold(), apps)
         candidates = [] if app is None else [table.names[int(i)] for i in table.by_app[app]]
-    return nearest(pattern, candidates)
+    return nearest_name(pattern, candidates)
 
 
 class PolicyNameCheck:

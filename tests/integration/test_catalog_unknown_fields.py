@@ -41,8 +41,8 @@ def test_an_unknown_field_is_refused_with_the_nearest_known_one(tmp_path: Path, 
     result = toolrec(command, "--catalog", str(catalog), *extra)
 
     assert result.returncode == 2, result.stderr
-    assert f"{catalog}:2: unknown field 'executer' (did you mean 'executor'?)" in result.stderr
-    assert f"{catalog}:3: unknown field 'requirments' (did you mean 'requirements'?)" in result.stderr
-    assert f"{catalog}:4: executor: unknown field 'timeout' (did you mean 'timeout_s'?)" in result.stderr
+    assert f"{catalog}:2: unknown field 'executer' — did you mean 'executor'?" in result.stderr
+    assert f"{catalog}:3: unknown field 'requirments' — did you mean 'requirements'?" in result.stderr
+    assert f"{catalog}:4: executor: unknown field 'timeout' — did you mean 'timeout_s'?" in result.stderr
     assert f"{catalog}:1:" not in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()

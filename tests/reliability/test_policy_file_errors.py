@@ -28,7 +28,7 @@ BAD_FIELDS = {
 }
 NAMED = [
     "gateways[0].recommendation: Input should be 'on', 'off' or 'auto'",
-    "gateways[1].pined: unknown field (did you mean 'pinned'?)",
+    "gateways[1].pined: unknown field — did you mean 'pinned'?",
 ]
 
 

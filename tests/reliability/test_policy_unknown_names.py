@@ -69,8 +69,8 @@ def test_names_no_tool_holds_are_reported_at_load_on_healthz_and_by_the_cli(demo
 
     args = ["--root", str(tmp_path), "--index", str(demo_index), "--policy", str(policy)]
     with serve_subprocess(args, {"TOOLREC_API_KEY": API_KEY}, log_path=log) as (base, _):
-        _wait_for(log, "'Slack.SendMesage' names no tool or app of the catalog (did you mean 'Slack.SendMessage'?)")
-        _wait_for(log, "'Strpe.*' names no tool or app of the catalog (did you mean 'Stripe.*'?)")
+        _wait_for(log, "'Slack.SendMesage' names no tool or app of the catalog — did you mean 'Slack.SendMessage'?")
+        _wait_for(log, "'Strpe.*' names no tool or app of the catalog — did you mean 'Stripe.*'?")
         assert _unknown(base) == [
             {**STRIPE_TYPO, "nearest": "Stripe.*"},
             {**SLACK_TYPO, "nearest": "Slack.SendMessage"},
@@ -80,7 +80,7 @@ def test_names_no_tool_holds_are_reported_at_load_on_healthz_and_by_the_cli(demo
         document["gateways"][0]["pinned"] = [GITHUB_TYPO["name"]]
         policy.write_text(json.dumps(document), encoding="utf-8")
         assert {**GITHUB_TYPO, "nearest": "GitHub.CreateIssue"} in _unknown(base)
-        _wait_for(log, "'GitHub.CreateIsue' names no tool or app of the catalog (did you mean 'GitHub.CreateIssue'?)")
+        _wait_for(log, "'GitHub.CreateIsue' names no tool or app of the catalog — did you mean 'GitHub.CreateIssue'?")
 
         checked = _policy_check(policy, demo_index)
         assert checked.returncode == 1, checked.stderr
@@ -88,7 +88,7 @@ def test_names_no_tool_holds_are_reported_at_load_on_healthz_and_by_the_cli(demo
         assert (
             "access rule no-slack-typo tools: 'Slack.SendMesage' names no tool or app of the catalog" in checked.stderr
         )
-        assert "(did you mean 'Slack.SendMessage'?)" in checked.stderr
+        assert "— did you mean 'Slack.SendMessage'?" in checked.stderr
 
         del document["gateways"][0]["pinned"], document["gateways"][-1], document["access_rules"][-1]
         policy.write_text(json.dumps(document), encoding="utf-8")
