@@ -237,6 +237,11 @@ def _list(args: argparse.Namespace, store: PolicyWriter) -> str:
     return "\n".join(lines) or "the policy is empty: no gateways, rules, apps, connections or keys"
 
 
+def _show(args: argparse.Namespace, store: PolicyWriter) -> str:
+    text: str = store.document().model_dump_json(indent=2, exclude_none=True)
+    return text
+
+
 def _check(args: argparse.Namespace, store: PolicyWriter) -> str:
     """Every pattern and pin of the policy that matches no tool or app of the index, with the nearest name: `put`
     refuses those, a hand edit or a later build does not (PRODUCT.md §4). Exit 1 when there is one."""
@@ -251,11 +256,6 @@ def _check(args: argparse.Namespace, store: PolicyWriter) -> str:
         lines = "\n  ".join(name.describe() for name in found)
         raise PolicyCommandError(f"{len(found)} name(s) match no tool or app of {where}:\n  {lines}", NOT_FOUND_EXIT)
     return f"every pattern and pin of the policy matches a tool of {where}"
-
-
-def _show(args: argparse.Namespace, store: PolicyWriter) -> str:
-    text: str = store.document().model_dump_json(indent=2, exclude_none=True)
-    return text
 
 
 Action = Callable[[argparse.Namespace, PolicyWriter], str]

@@ -154,13 +154,6 @@ class AppsResponse(BaseModel):
     offset: int
 
 
-class UnknownPolicyName(BaseModel):
-    record: str = Field(description="where the name is written: 'gateway ID' or 'access rule ID'")
-    field: str = Field(description="allowed, pinned or tools")
-    name: str = Field(description="the pattern or pin as written")
-    nearest: str | None = Field(default=None, description="the nearest name the served build holds")
-
-
 class HealthResponse(BaseModel):
     status: Literal["ok", "unavailable"]
     build_id: str | None = None
@@ -173,6 +166,13 @@ class HealthResponse(BaseModel):
         description="patterns and pins of the policy that match no tool or app of the served build: a misspelled "
         "deny denies nothing (PRODUCT.md §4)",
     )
+
+
+class UnknownPolicyName(BaseModel):
+    record: str = Field(description="where the name is written: 'gateway ID' or 'access rule ID'")
+    field: str = Field(description="allowed, pinned or tools")
+    name: str = Field(description="the pattern or pin as written")
+    nearest: str | None = Field(default=None, description="the nearest name the served build holds")
 
 
 class FieldError(BaseModel):
