@@ -6,7 +6,7 @@ the deployed function are wired by the same code. Clients can be injected (tests
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -22,6 +22,9 @@ from handler.policy.store import PolicyStore
 from handler.ranking.query import Embedder
 from handler.services.policy_names import PolicyNameCheck
 from handler.settings import Settings
+
+if TYPE_CHECKING:
+    from handler.policy.dynamodb_store import DynamoPolicyStore
 
 
 def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
@@ -44,18 +47,25 @@ def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> Polic
 
 def policy_name_check(store: PolicyStore, holder: IndexHolder) -> PolicyNameCheck | None:
     """The check of the names the policy holds against the served build (services/policy_names.py), run when either
-    changes: the file store tells it of every new read; DynamoDB's gateways and rules are scanned for it at most
-    once per ``policy_cache_seconds``, and only when /healthz asks (never at a cold start or in a request)."""
+    changes: the file store tells it of every new read, the holder of every new build; DynamoDB's gateways and rules
+    are scanned for it at most once per ``policy_cache_seconds``, and only when /healthz asks (never at a cold start
+    or in a request)."""
     if isinstance(store, FilePolicyStore):
         check = PolicyNameCheck(holder, store.document)
         store.on_change = lambda _: check.current()
-        return check
+    elif isinstance(store, CachedPolicyStore) and (dynamo := _dynamo(store.inner)) is not None:
+        cache = store.cache
+        check = PolicyNameCheck(holder, lambda: cache.get_or_load("policy_names", "", dynamo.gateways_and_rules))
+    else:
+        return None
+    holder.on_load = check.index_loaded  # a new build: the policy last read is checked against it
+    return check
+
+
+def _dynamo(store: PolicyStore) -> DynamoPolicyStore | None:
     from handler.policy.dynamodb_store import DynamoPolicyStore  # boto3: not imported to serve a local file
 
-    if isinstance(store, CachedPolicyStore) and isinstance(store.inner, DynamoPolicyStore):
-        dynamo, cache = store.inner, store.cache
-        return PolicyNameCheck(holder, lambda: cache.get_or_load("policy_names", "", dynamo.gateways_and_rules))
-    return None
+    return store if isinstance(store, DynamoPolicyStore) else None
 
 
 def build_app(

@@ -65,6 +65,7 @@ class IndexHolder:
         self._error: str | None = "not loaded yet"  # the detail, for the log
         self._reason: str | None = "no tool index is loaded yet"  # the same in generic words, for callers
         self._next_check = 0.0
+        self.on_load: Callable[[Index], object] | None = None  # told of each build swapped in (composition.py)
 
     def load(self) -> None:
         """Load (or reload) ``LATEST`` now; failures are kept for /healthz, never raised."""
@@ -120,6 +121,8 @@ class IndexHolder:
                     index = index.without_usage()
                 self._current = index  # one reference assignment: the atomic swap
                 log.info("index loaded", extra={"build_id": index.build_id})
+                if self.on_load is not None:
+                    self.on_load(index)
                 self._prune_cache(keep=index.build_id)
             self._error = self._reason = None
             self._next_check = now + self.refresh_seconds

@@ -2,9 +2,9 @@
 
 ``toolrec policy`` refuses such a name when it writes one, but a hand-edited file or a later build can still hold
 one: a deny of ``Strpe.*`` or ``Slack.SendMesage`` then denies nothing, and nobody is told. The check runs when the
-policy or the served build changes (at start, when the policy file is read again, on ``/healthz``), never per
-request: each result is kept for its build and its policy document. Each name comes with the nearest one the
-catalog holds.
+policy or the served build changes (at start, when the policy file is read again, when a new build is swapped in,
+on ``/healthz``), never per request: each result is kept for its build and its policy document. Each name comes
+with the nearest one the catalog holds.
 """
 
 from __future__ import annotations
@@ -99,6 +99,11 @@ class PolicyNameCheck:
         except ToolrecError:
             return ()
         return self.check(index, document)
+
+    def index_loaded(self, index: Index) -> None:
+        """A new build is served: the policy last checked is checked again against it, with no read of its own."""
+        if self._checked is not None:
+            self.check(index, self._checked[1])
 
     def check(self, index: Index, document: PolicyDocument) -> tuple[UnknownName, ...]:
         checked = self._checked

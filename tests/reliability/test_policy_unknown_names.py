@@ -5,10 +5,12 @@ hand-edited deny of ``Slack.SendMesage`` loaded silently and the tool stayed usa
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,12 @@ from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 from handler.policy.model import AccessRule, Gateway
 from handler.ranking.query import Embedder
 from handler.settings import Settings
+from tests.support.servers import serve
 from tests.support.serving import (
     API_KEY,
     apigw_event,
     demo_tools,
+    file_settings,
     invoke,
     lambda_thread_loop,
     publish_tools,
@@ -141,3 +145,40 @@ def test_a_dynamodb_policy_is_checked_on_healthz(
     )
     _, _, health = invoke(handler, apigw_event("GET", "/healthz", key=None))
     assert {**SLACK_TYPO, "nearest": "Slack.SendMessage"} in health["policy_unknown_names"]
+
+
+@contextmanager
+def _warnings() -> Iterator[list[str]]:
+    """The service's warnings (its JSON handler does not pass them on to pytest's capture)."""
+    messages: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    collector = Collect(level=logging.WARNING)
+    logging.getLogger("handler").addHandler(collector)
+    try:
+        yield messages
+    finally:
+        logging.getLogger("handler").removeHandler(collector)
+
+
+def test_a_new_build_that_drops_a_named_app_is_reported_when_it_is_swapped_in(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    index = tmp_path / "index"
+    publish_tools(demo_tools(), str(index), embedder)
+    policy = write_test_policy(tmp_path / "policy.json")  # gateway support allows Zendesk.* and Slack.SendMessage
+    settings = file_settings(str(index), policy, tmp_path / "cache", index_refresh_seconds=0)
+    app = build_app(settings, embedder=embedder)
+    with serve(app) as base:
+        assert _unknown(base) == []
+        publish_tools([t for t in demo_tools() if t.app != "Zendesk"], str(index), embedder)
+        with _warnings() as logged:
+            select = {"tasks": ["send a Slack message"], "user_id": "demo-user"}
+            answer = httpx.post(f"{base}/v1/tools/select", json=select, headers={"Authorization": f"Bearer {API_KEY}"})
+            assert answer.status_code == 200, answer.text  # the request that swapped the new build in
+        assert any("gateway support allowed: 'Zendesk.*' names no tool" in message for message in logged), logged
+        unknown = _unknown(base)
+        assert [(u["record"], u["field"], u["name"]) for u in unknown] == [("gateway support", "allowed", "Zendesk.*")]
