@@ -16,7 +16,7 @@ import handler
 from handler import observability
 from handler.api.errors import install_error_handlers
 from handler.api.limits import BodySizeLimit
-from handler.api.routes import apps, docs, execute, health, tools
+from handler.api.routes import apps, console, docs, execute, health, tools, usage
 from handler.api.schemas import MAX_BODY_BYTES, ErrorBody
 from handler.execute.base import ToolExecutor
 from handler.index.holder import IndexHolder
@@ -28,18 +28,20 @@ from handler.services.container import Services
 from handler.services.policy_names import PolicyNameCheck
 from handler.settings import Settings
 
-# Every router, in one list: REST, the providers' search and each gateway's MCP endpoint.
+# Every router, in one list: REST, the providers' search, each gateway's MCP endpoint, /docs and the console.
 ROUTERS: tuple[APIRouter, ...] = (
     tools.router,
     execute.router,
     apps.router,
+    usage.router,
     providers.router,
     health.router,
     mcp.router,
     docs.router,
+    console.router,
 )
 # Routers outside the API's error contract: no auth, no error bodies documented.
-_UNAUTHENTICATED = (health.router, docs.router)
+_UNAUTHENTICATED = (health.router, docs.router, console.router)
 _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": description}
     for status, description in [
@@ -76,7 +78,7 @@ def create_app(
     for router in ROUTERS:
         responses = {} if router in _UNAUTHENTICATED else _ERROR_RESPONSES
         app.include_router(router, responses=responses)
-    install_error_handlers(app)
+    install_error_handlers(app, shapes=[mcp.refused])
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
     app.add_middleware(FreshLogKeys)
     _exact_openapi(app)

@@ -77,7 +77,7 @@ def build_app(
 ) -> FastAPI:
     """Everything built once: a bad setting or a missing model fails here, at init, not in a request."""
     settings = settings or Settings()  # pydantic-settings reads the environment
-    observability.configure(settings.log_level)
+    observability.configure(settings.log_level, settings.log_tasks)
     embedder = embedder or OnnxEmbedder(settings.model_dir, threads=settings.intra_op_threads)
     if s3_client is None and settings.index_location.startswith("s3://"):
         s3_client = aws_client("s3", "serve")

@@ -6,7 +6,8 @@ The whole API the service uses:
 - ``instrument(handler)`` around the Mangum handler: Lambda context in every log line, a fresh set of keys per
   invocation, the cold-start metric, the X-Ray segment when tracing is on, the metrics flushed at the end;
 - ``bind(query_id=..., gateway_id=..., route=...)`` inside a request: those keys join every later log line;
-- ``record_select(latency_ms, tasks, no_match)`` after a select: the SelectLatency and NoMatch metrics;
+- ``record_select(latency_ms, tasks, empty_reasons)`` after a select: one log line (its number of tasks, latency
+  and empty reasons; the task text only when ``configure(log_tasks=True)``), the SelectLatency and NoMatch metrics;
 - ``logger`` for the service's own log lines.
 
 Logs are JSON, one object a line. Only the keys ``bind`` accepts are added to every line, so an API key, a header
@@ -22,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -63,16 +64,18 @@ logger.addFilter(_RedactSensitive())
 metrics = Metrics(service=SERVICE)
 if not metrics.namespace:  # POWERTOOLS_METRICS_NAMESPACE (set by the template) wins when present
     metrics.namespace = NAMESPACE
-_state = {"cold_start": True, "emit_metrics": False}
+_state = {"cold_start": True, "emit_metrics": False, "log_tasks": False}
 
 
-def configure(level: str = "INFO") -> None:
-    """Set the log level (``TOOLREC_LOG_LEVEL``); call once at cold start.
+def configure(level: str = "INFO", log_tasks: bool = False) -> None:
+    """Set the log level (``TOOLREC_LOG_LEVEL``) and whether a select's log line holds its tasks' text
+    (``TOOLREC_LOG_TASKS``); call once at cold start.
 
     The service's modules log through ``logging.getLogger(__name__)`` under ``handler``: that tree gets the
     Powertools handler too, so every line is the same JSON object with the Lambda context and bound keys.
     """
     logger.setLevel(level)
+    _state["log_tasks"] = log_tasks
     tree = logging.getLogger("handler")
     tree.handlers[:] = [logger.registered_handler]
     tree.setLevel(level)
@@ -93,12 +96,19 @@ def unbind_request() -> None:
     logger.remove_keys(["query_id", "gateway_id"])
 
 
-def record_select(latency_ms: float, tasks: int, no_match: int) -> None:
-    """Metrics of one select request: its latency, how many tasks it ranked, how many found no tool."""
+def record_select(latency_ms: float, tasks: Sequence[str], empty_reasons: Sequence[str | None]) -> None:
+    """One select request, as an execution is (``tool executed``): a log line with its query id (bound), number of
+    tasks, latency and each task's empty reason (null: it got tools), and its metrics. The tasks' text is what end
+    users typed: it is logged only where the operator turned that on (``configure(log_tasks=True)``)."""
+    fields: dict[str, Any] = {"tasks": len(tasks), "latency_ms": round(latency_ms, 3), "empty_reasons": empty_reasons}
+    if _state["log_tasks"]:
+        fields["task_text"] = list(tasks)
+    logger.info("tools selected", extra=fields)
     if not _state["emit_metrics"]:
         return
+    no_match = sum(1 for reason in empty_reasons if reason in ("no_match", "below_min_score"))
     metrics.add_metric(name="SelectLatency", unit=MetricUnit.Milliseconds, value=latency_ms)
-    metrics.add_metric(name="SelectTasks", unit=MetricUnit.Count, value=tasks)
+    metrics.add_metric(name="SelectTasks", unit=MetricUnit.Count, value=len(tasks))
     metrics.add_metric(name="NoMatch", unit=MetricUnit.Count, value=no_match)
 
 

@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     mcp_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=NAMESPACE_PATTERN)
     api_key: SecretStr | None = Field(default=None, description="local bootstrap API key (toolrec serve)")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Off by default: a task is what an end user typed (`toolrec serve --log-tasks` turns it on locally).
+    log_tasks: bool = Field(default=False, description="log each select's task text, not only its counts")
     intra_op_threads: int = Field(default=1, ge=1, le=64, description="onnxruntime threads per query")
 
     @model_validator(mode="after")

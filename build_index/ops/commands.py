@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from build_index.cli_options import model_dir_option
 from build_index.ops.policy_cli import add_policy_parser, run_policy
+from handler.settings import ENV_PREFIX
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from build_index.ops.serve import serve
 
+    if args.log_tasks:  # the service's own setting, which the settings serve builds read with the rest
+        os.environ[f"{ENV_PREFIX}LOG_TASKS"] = "true"
     serve(args.host, args.port, args.root, args.index, args.policy)
     return 0
 
@@ -72,6 +76,11 @@ def add_ops_commands(commands: Any) -> None:
     )
     serve.add_argument("--policy", type=Path, default=None, help="policy file (default: .toolrec/policy.json)")
     serve.add_argument("--root", type=Path, default=Path(".toolrec"), help="where the embedded default lives")
+    serve.add_argument(
+        "--log-tasks",
+        action="store_true",
+        help="log each select's task text (default: only its counts, latency and empty reasons; $TOOLREC_LOG_TASKS)",
+    )
     serve.set_defaults(run=cmd_serve)
 
     add_policy_parser(commands, run_policy)

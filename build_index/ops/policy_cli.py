@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from build_index.ops.policy_checks import (
     NOT_FOUND_EXIT,
@@ -25,8 +25,12 @@ from build_index.ops.policy_checks import (
     open_policy_file,
     say,
 )
+from build_index.ops.policy_connections import connection_lines
 from handler.policy.store import PolicyWriter
 from handler.settings import DYNAMODB_TABLE_FIELDS, ENV_PREFIX
+
+if TYPE_CHECKING:
+    from handler.index.table import ToolTable
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
@@ -227,14 +231,21 @@ def _list(args: argparse.Namespace, store: PolicyWriter) -> str:
              for g in document.gateways]  # fmt: skip
     lines += [f"rule {r.rule_id} for {r.subject}: {r.effect} {', '.join(r.tools)}" for r in document.access_rules]
     lines += [f"app {a.app_id}: {a.name or a.app_id}" for a in document.apps]
-    lines += [
-        f"connection {c.user_id} -> {c.app_id}: {'connected' if c.connected else 'disconnected'}"
-        + (f", scopes {', '.join(c.scopes)}" if c.scopes else "")
-        for c in document.connections
-    ]
+    lines += connection_lines(document.connections, store, _list_catalog(args, store, document.connections))
     lines += [f"key {k.key_id}: {'gateway ' + k.gateway_id if k.gateway_id else 'every gateway'}"
               for k in document.api_keys]  # fmt: skip
     return "\n".join(lines) or "the policy is empty: no gateways, rules, apps, connections or keys"
+
+
+def _list_catalog(args: argparse.Namespace, store: PolicyWriter, connections: Sequence[Any]) -> ToolTable | None:
+    """The catalog a connection is checked against (the one its policy is for), if one is found and needed."""
+    catalog = _catalog(args, store)
+    if not any(c.connected for c in connections):
+        return None
+    if catalog.location is None:
+        say("live connections are not checked against a catalog: give --index (the index this policy is for)")
+        return None
+    return catalog.table
 
 
 def _show(args: argparse.Namespace, store: PolicyWriter) -> str:
@@ -346,7 +357,13 @@ def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -
     _app_and_connection_parsers(kinds)
     _key_parsers(kinds)
     _action(kinds, "create-tables", _create_tables, "create the DynamoDB tables (--dynamodb)")
-    _action(kinds, "list", _list, "one line per gateway, rule, app, connection and key").set_defaults(policy_reads=True)
+    listing = _action(kinds, "list", _list, "one line per gateway, rule, app, connection and key")
+    listing.set_defaults(policy_reads=True)
+    listing.add_argument(
+        "--index",
+        help="the index this policy is for (default: ./index beside the policy file, else $TOOLREC_INDEX_LOCATION):"
+        " each connection is checked against its tools as /v1/apps checks it",
+    )
     _action(kinds, "show", _show, "the whole policy as JSON (keys as sha256 only)").set_defaults(policy_reads=True)
     check = _action(kinds, "check", _check, "name each pattern or pin that matches no tool of the index (exit 1)")
     check.add_argument("--index", help=INDEX_HELP)

@@ -9,12 +9,15 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from handler.catalog.answer_budget import MAX_ANSWER_TOOL_BYTES
 from handler.catalog.tool import Tool
+from handler.ranking.explain import NoMatchWhy, Why
 from handler.services.apps import MAX_PENDING_LISTED
 from handler.services.execution import Execution
-from handler.services.select import Suggestion, TaskResult
+from handler.services.select import SCORE_DECIMALS, Suggestion, TaskResult
+from handler.services.usage import Usage
 
 MAX_TASKS = 16
 MAX_TASK_CHARS = 1_000
@@ -23,6 +26,7 @@ MAX_BODY_BYTES = 64 * 1024
 SELECT_TOP_K_DEFAULT, SELECT_TOP_K_MAX = 5, 20
 SEARCH_TOP_K_DEFAULT, SEARCH_TOP_K_MAX = 10, 50
 APPS_LIMIT_DEFAULT, APPS_LIMIT_MAX = 50, 200
+USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX = 14, 90
 # A Lambda answer holds at most 6 MB: a page of 1,000 arcade tools is ~0.8 MB (~0.7 KB a tool), and a page also
 # ends at the answer's byte budget (handler/catalog/answer_budget.py).
 PROVIDER_TOOLS_LIMIT_DEFAULT, PROVIDER_TOOLS_LIMIT_MAX = 500, 1000
@@ -33,6 +37,13 @@ Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=
 # Strict: pydantic's lax mode reads JSON `true` as 1 and "5" as 5 (issue 15); a count is a JSON integer.
 Count = Annotated[int, Field(strict=True, ge=1)]
 Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)]  # a JSON number, never `true`
+# A field left out of the answer, not sent as null, where it does not apply (`why` without explain): the document
+# lists it as optional, never as nullable.
+Absent = SkipJsonSchema[None]
+
+
+def _absent(value: object) -> bool:
+    return value is None
 
 
 class _Request(BaseModel):
@@ -63,6 +74,11 @@ class SelectRequest(_Selecting):
     tasks: list[Text] = Field(
         min_length=1, max_length=MAX_TASKS, description="one entry per separate action, e.g. 'send a Slack message'"
     )
+    explain: bool = Field(
+        default=False,
+        strict=True,
+        description="add `why` to each suggestion and to each no_match: for people checking a catalog, not agents",
+    )
 
 
 class SearchRequest(_Request):
@@ -77,6 +93,75 @@ class SearchRequest(_Request):
         return min(value, SEARCH_TOP_K_MAX)
 
 
+class WordWeight(BaseModel):
+    word: str = Field(description="a word of the request, as written, that the tool's name or first line holds")
+    weight: float = Field(description="its share of the tool's keyword (BM25) score")
+
+
+class UsageWhy(BaseModel):
+    """What the tenant's past use did to a suggestion (PRODUCT.md §6); each part absent where it did nothing."""
+
+    past_tasks: float | Absent = Field(
+        default=None, exclude_if=_absent, description="how far its past tasks raised its similarity (a cosine)"
+    )
+    classifier: float | Absent = Field(
+        default=None,
+        exclude_if=_absent,
+        description="the usage classifier's vote added to its ranking score (a first place in one signal is 1/6)",
+    )
+    companions: float | Absent = Field(
+        default=None, exclude_if=_absent, description="the votes added for being run beside the best tools"
+    )
+
+
+class SuggestionWhy(BaseModel):
+    words: list[WordWeight] = Field(description="the request's words the tool holds, heaviest first")
+    similarity: float = Field(description="the tool's meaning similarity with the task (cosine, -1 to 1)")
+    named: bool = Field(description="the task is this tool's name: it ranks first and is never refused")
+    usage: UsageWhy | Absent = Field(default=None, exclude_if=_absent, description="absent: usage moved nothing")
+    step: str | Absent = Field(
+        default=None, exclude_if=_absent, description="the part of a compound task it serves; absent for one step"
+    )
+
+    @classmethod
+    def of(cls, why: Why) -> SuggestionWhy:
+        if why.similarity is None:  # select always embeds the task; only BM25 search would lack it
+            raise ValueError("a select suggestion always has a similarity")
+        usage = why.usage
+        return cls(
+            words=[WordWeight(word=w.word, weight=round(w.weight, 4)) for w in why.words],
+            similarity=round(why.similarity, 4),
+            named=why.named,
+            usage=None
+            if usage is None
+            else UsageWhy(
+                past_tasks=usage.past_tasks or None,
+                classifier=usage.classifier or None,
+                companions=usage.companions or None,
+            ),
+            step=why.step,
+        )
+
+
+class NoMatchExplanation(BaseModel):
+    best_cosine: float | None = Field(description="the best similarity of any tool the user may use; null: none")
+    refusal_below: float | None = Field(
+        description="the catalog's refusal: a task whose best_cosine is below it gets no tool; null: never refused"
+    )
+    best_score: float | Absent = Field(
+        default=None, exclude_if=_absent, description="where tools fit but min_score dropped them: the best score"
+    )
+    min_score: float | Absent = Field(
+        default=None, exclude_if=_absent, description="the floor that dropped them (the request's or the gateway's)"
+    )
+
+    @classmethod
+    def of(cls, why: NoMatchWhy) -> NoMatchExplanation:
+        best = None if why.best_cosine is None else round(why.best_cosine, 4)
+        score = None if why.best_score is None else round(why.best_score, 4)
+        return cls(best_cosine=best, refusal_below=why.refusal_below, best_score=score, min_score=why.min_score)
+
+
 class ToolSuggestion(BaseModel):
     tool_name: str = Field(description="App.ToolName, exactly as the agent calls it")
     description: str
@@ -85,23 +170,46 @@ class ToolSuggestion(BaseModel):
         description="the calibrated probability (0 to 1) that this tool is a right one for the task; never rises "
         "down the list. null in search results: keyword ranking is not calibrated"
     )
+    step: str | Absent = Field(
+        default=None,
+        exclude_if=_absent,
+        description="for a task with several steps, the part of the task's text this tool serves; absent when the "
+        "task is one step",
+    )
+    why: SuggestionWhy | Absent = Field(
+        default=None, exclude_if=_absent, description="why it was suggested: only when the select asks (explain)"
+    )
 
     @classmethod
-    def of(cls, tool: Tool, score: float | None = None) -> ToolSuggestion:
-        return cls(tool_name=tool.name, description=tool.description, input_schema=tool.input_schema, score=score)
+    def of(
+        cls, tool: Tool, score: float | None = None, step: str | None = None, why: SuggestionWhy | None = None
+    ) -> ToolSuggestion:
+        return cls(
+            tool_name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            score=score,
+            step=step,
+            why=why,
+        )
 
     @classmethod
     def suggested(cls, suggestion: Suggestion) -> ToolSuggestion:
-        return cls.of(suggestion.tool, round(suggestion.score, 4))
+        why = None if suggestion.why is None else SuggestionWhy.of(suggestion.why)
+        return cls.of(suggestion.tool, round(suggestion.score, SCORE_DECIMALS), suggestion.step, why)
 
 
 class TaskSuggestions(BaseModel):
     task: str
     suggestions: list[ToolSuggestion] = Field(description="best first; empty when no usable tool matches the task")
-    empty_reason: Literal["no_match", "nothing_allowed"] | None = Field(
+    empty_reason: Literal["no_match", "below_min_score", "nothing_allowed"] | None = Field(
         default=None,
-        description="why suggestions is empty: no tool the user may use fits (no_match), or this user under this "
-        "gateway may use no tool at all (nothing_allowed); absent when there are suggestions",
+        description="why suggestions is empty: no tool the user may use fits (no_match), tools fit but none reached "
+        "min_score or the gateway's floor (below_min_score), or this user under this gateway may use no tool at all "
+        "(nothing_allowed); absent when there are suggestions",
+    )
+    why: NoMatchExplanation | Absent = Field(
+        default=None, exclude_if=_absent, description="what a no_match compared: only when the select asks (explain)"
     )
 
     @classmethod
@@ -109,8 +217,9 @@ class TaskSuggestions(BaseModel):
         reason = result.empty_reason
         if reason == "unavailable":  # REST fails the whole request instead (PRODUCT.md §2)
             raise ValueError("REST never answers a task as unavailable")
+        why = None if result.why is None else NoMatchExplanation.of(result.why)
         return cls(task=result.task, suggestions=[ToolSuggestion.suggested(s) for s in result.suggestions],
-                   empty_reason=reason)  # fmt: skip
+                   empty_reason=reason, why=why)  # fmt: skip
 
 
 class SelectResponse(BaseModel):
@@ -152,6 +261,47 @@ class AppsResponse(BaseModel):
     total: int = Field(description="apps the user can act on, across all pages")
     limit: int
     offset: int
+
+
+class UsageDay(BaseModel):
+    date: str = Field(description="a UTC day, YYYY-MM-DD")
+    recommendations: int = Field(description="select requests logged that day")
+    executions: int = Field(description="executions linked to a select (by query_id) that day")
+
+
+class ToolRuns(BaseModel):
+    tool_name: str
+    runs: int = Field(description="linked executions of the tool in the window")
+    succeeded: int = Field(description="... whose outcome was ok")
+
+
+class UsageResponse(BaseModel):
+    days: list[UsageDay] = Field(description="one per UTC day of the window, oldest first, days without use included")
+    gateway_id: str | None = Field(description="the gateway whose records these are; null: every gateway's")
+    user_id: str | None = Field(description="the user whose records these are; null: every user's")
+    recommendations: int = Field(description="select requests logged in the window")
+    tasks: int = Field(description="the tasks those requests held")
+    recommendations_followed: int = Field(description="of those requests, the ones with at least one linked run")
+    follow_rate: float | None = Field(description="recommendations_followed / recommendations; null when none")
+    executions: int = Field(description="executions linked to a select, in the window")
+    top_tools: list[ToolRuns] = Field(description="the tools most run, most first (at most 10)")
+    truncated: bool = Field(description="the query log held more records than one view reads: the counts are a part")
+
+    @classmethod
+    def of(cls, usage: Usage, gateway_id: str | None, user_id: str | None) -> UsageResponse:
+        return cls(
+            days=[UsageDay(date=d.day.isoformat(), recommendations=d.recommendations, executions=d.executions)
+                  for d in usage.days],
+            gateway_id=gateway_id,
+            user_id=user_id,
+            recommendations=usage.recommendations,
+            tasks=usage.tasks,
+            recommendations_followed=usage.recommendations_followed,
+            follow_rate=usage.follow_rate,
+            executions=usage.executions,
+            top_tools=[ToolRuns(tool_name=t.tool_name, runs=t.runs, succeeded=t.succeeded) for t in usage.top_tools],
+            truncated=usage.truncated,
+        )  # fmt: skip
 
 
 class HealthResponse(BaseModel):
@@ -284,7 +434,7 @@ class _ProviderSearch(BaseModel):
     scores: list[ScoredTool] = Field(
         description="each tool found, best first, with its score: for the application, not to send to the model"
     )
-    empty_reason: Literal["no_match", "nothing_allowed"] | None = Field(
+    empty_reason: Literal["no_match", "below_min_score", "nothing_allowed"] | None = Field(
         default=None, description="why nothing was found, as in /v1/tools/select; absent when tools were"
     )
 

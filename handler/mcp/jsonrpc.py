@@ -66,6 +66,12 @@ def error_body(request_id: types.RequestId | None, error: types.ErrorData) -> di
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error).model_dump(by_alias=True, mode="json")
 
 
+def refusal_code(status: int) -> int:
+    """The JSON-RPC code of a request refused before its exchange with this HTTP status: the request is invalid
+    for this server (no key, another gateway's key, no such gateway), or it failed on the server's side (503)."""
+    return types.INTERNAL_ERROR if status >= 500 else types.INVALID_REQUEST
+
+
 def _decode(raw: bytes) -> types.JSONRPCMessage:
     try:
         data = json.loads(raw)

@@ -127,9 +127,11 @@ def meta_tools(namespace: str) -> list[types.Tool]:
                 f"For each task you get up to {TOOLS_PER_TASK} tools, best first, each with its full input_schema "
                 "and a score (the probability, 0 to 1, that it is a right tool for the task), and one query_id "
                 f"for the whole call. Then call {use} with a tool_name from the result, inputs that follow its "
-                "input_schema, and the query_id. A task with no tools has empty_reason: 'no_match' (nothing you "
-                "may use fits; rephrase or tell the user), 'nothing_allowed' (this user may use no tool here) or "
-                "'unavailable' (the lookup failed; retrying may work)."
+                "input_schema, and the query_id. A task of several steps gets tools for every step, each marked "
+                "with its `step`. A task with no tools has empty_reason: 'no_match' (nothing you may use fits; "
+                "rephrase or tell the user), 'below_min_score' (tools fit, none reached this gateway's floor), "
+                "'nothing_allowed' (this user may use no tool here) or 'unavailable' (the lookup failed; retrying "
+                "may work)."
             ),
             input_schema=input_schema(SelectArguments),
             annotations=types.ToolAnnotations(title="Find tools", read_only_hint=True, idempotent_hint=True),

@@ -2,7 +2,8 @@
 
 The API key authenticates as for REST (``Authorization: Bearer``); the end user is named by the ``X-Toolrec-User``
 header on every request, since a stateless server keeps no session to remember them by. Refusals before the
-exchange (no key, unknown gateway, key limited to another gateway) use the REST error body; everything after is
+exchange (no key, unknown gateway, key limited to another gateway) keep REST's status and carry its error body as
+the data of a JSON-RPC error (``refused``), whose message an MCP client shows its user; everything after is
 JSON-RPC (see handler/mcp/jsonrpc.py for what is written by hand and why).
 
 No Origin check (the spec's DNS-rebinding guard for local servers): every request needs the bearer key, which a
@@ -22,6 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from handler.api.auth import PrincipalDep, ServicesDep
 from handler.api.schemas import MAX_ID_CHARS, Identifier
 
+MCP_PATH = "/mcp/{gateway_id}"
 USER_HEADER = "X-Toolrec-User"
 PROTOCOL_HEADER = "MCP-Protocol-Version"
 GatewayId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]
@@ -31,7 +33,7 @@ router = APIRouter(tags=["mcp"])
 
 
 @router.post(
-    "/mcp/{gateway_id}",
+    MCP_PATH,
     response_model=None,
     summary="MCP streamable HTTP endpoint of one gateway (JSON-RPC; stateless)",
 )
@@ -61,6 +63,40 @@ async def mcp_message(
     return _JsonRpcResponse(reply.body, status_code=reply.status)
 
 
+def is_mcp_request(request: Request) -> bool:
+    """Whether the request was routed to a gateway's MCP endpoint (its refusals are JSON-RPC errors)."""
+    route = request.scope.get("route")
+    return request.method == "POST" and getattr(route, "path", None) == MCP_PATH
+
+
+async def refused(
+    request: Request, status: int, error: dict[str, Any], headers: dict[str, str] | None
+) -> Response | None:
+    """A request to this endpoint refused before its exchange (REST's error body ``error`` and status) as a
+    JSON-RPC error whose message is the refusal's: the official SDK's client reads a JSON-RPC error from any status
+    and shows its message, where any other body reaches the user as "Server returned an error response" or "Not
+    Found". None for a request to another route (handler/api/errors.py answers it)."""
+    if not is_mcp_request(request):
+        return None
+    import mcp_types as types
+
+    from handler.mcp.jsonrpc import error_body, refusal_code
+
+    data = types.ErrorData(code=refusal_code(status), message=error["message"], data=error)
+    body = error_body(_request_id(await request.body()), data)
+    return _JsonRpcResponse(body, status_code=status, headers=headers)
+
+
+def _request_id(raw: bytes) -> str | int | None:
+    """The id of the request refused, when its body is a JSON-RPC request (the SDK also reads a null id)."""
+    try:
+        message = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
 def _user_id(header: str | None) -> str | None:
     """The user the header names, held to REST's user_id rule; None when it names none that rule accepts."""
     if header is None:
@@ -83,8 +119,8 @@ class _JsonRpcResponse(JSONResponse):
             return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
-@router.get("/mcp/{gateway_id}", response_model=None, include_in_schema=False)
-@router.delete("/mcp/{gateway_id}", response_model=None, include_in_schema=False)
+@router.get(MCP_PATH, response_model=None, include_in_schema=False)
+@router.delete(MCP_PATH, response_model=None, include_in_schema=False)
 async def mcp_no_stream(gateway_id: GatewayId) -> Response:
     # Stateless: no server-to-client stream (GET) and no session to end (DELETE); the spec's answer is 405.
     return Response(status_code=405, headers={"Allow": "POST"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from handler.policy.model import AccessRule, ApiKeyRecord, AppInfo, Connection, ExecutionRecord, Gateway, QueryRecord
@@ -55,6 +55,9 @@ class CachedPolicyStore:
     def gateway(self, gateway_id: str) -> Gateway | None:
         return self.cache.get_or_load("gateway", gateway_id, lambda: self.inner.gateway(gateway_id))
 
+    def gateway_ids(self) -> Sequence[str]:
+        return self.cache.get_or_load("gateway_ids", "", lambda: tuple(self.inner.gateway_ids()))
+
     def access_rules(self, user_id: str) -> Sequence[AccessRule]:
         return self.cache.get_or_load("rules", user_id, lambda: tuple(self.inner.access_rules(user_id)))
 
@@ -75,3 +78,6 @@ class CachedPolicyStore:
 
     def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
         self.inner.record_execution(query_id, execution)
+
+    def queries(self, now: float) -> Iterable[QueryRecord]:
+        return self.inner.queries(now)

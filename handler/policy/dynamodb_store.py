@@ -100,6 +100,12 @@ class DynamoPolicyStore:
         item = self._get(self.tables.policy, {"pk": f"GATEWAY#{gateway_id}", "sk": "GATEWAY"})
         return None if item is None else _from_item(Gateway, item)
 
+    def gateway_ids(self) -> Sequence[str]:
+        # A scan, on the path of a request that named an unknown gateway only (the cached store keeps its answer).
+        prefix = "GATEWAY#"
+        keys = self._scan(self.tables.policy, projection="pk")
+        return [pk[len(prefix) :] for item in keys if (pk := item["pk"]["S"]).startswith(prefix)]
+
     def access_rules(self, user_id: str) -> Sequence[AccessRule]:
         subjects = [user_id] if user_id == "*" else [user_id, "*"]
         return [
@@ -149,7 +155,8 @@ class DynamoPolicyStore:
         return None if item is None else _from_item(QueryRecord, item)
 
     def queries(self, now: float) -> Iterator[QueryRecord]:
-        """Every unexpired query-log record: a full scan, for ``toolrec stats``, never the request path."""
+        """Every unexpired query-log record: a full scan, page by page as the caller reads (``toolrec stats``; the
+        console's usage view stops at its bound), never on the select or execute path."""
         request: dict[str, Any] = {"TableName": self.tables.query_log}
         try:
             while True:
@@ -232,8 +239,10 @@ class DynamoPolicyStore:
         except (BotoCoreError, ClientError) as exc:
             raise PolicyUnavailableError(f"cannot query {table}: {exc}") from exc
 
-    def _scan(self, table: str) -> Iterator[dict[str, Any]]:
+    def _scan(self, table: str, projection: str | None = None) -> Iterator[dict[str, Any]]:
         request: dict[str, Any] = {"TableName": table}
+        if projection is not None:  # one attribute, by a placeholder (a name may be a DynamoDB reserved word)
+            request.update(ProjectionExpression="#a", ExpressionAttributeNames={"#a": projection})
         try:
             while True:
                 response = self._client.scan(**request)

@@ -272,6 +272,9 @@ class FilePolicyStore:
     def gateway(self, gateway_id: str) -> Gateway | None:
         return next((g for g in self.document().gateways if g.gateway_id == gateway_id), None)
 
+    def gateway_ids(self) -> Sequence[str]:
+        return [g.gateway_id for g in self.document().gateways]
+
     def access_rules(self, user_id: str) -> Sequence[AccessRule]:
         return [r for r in self.document().access_rules if r.subject in (user_id, "*")]
 

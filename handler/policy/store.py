@@ -7,7 +7,7 @@ so a route maps storage trouble to 503 in one place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from handler.policy.model import (
@@ -25,6 +25,10 @@ from handler.policy.model import (
 class PolicyStore(Protocol):
     # Gateways and access rules.
     def gateway(self, gateway_id: str) -> Gateway | None: ...
+
+    def gateway_ids(self) -> Sequence[str]:
+        """Every gateway's id: what an unknown gateway is compared with to name the nearest (PRODUCT.md §2)."""
+        ...
 
     def access_rules(self, user_id: str) -> Sequence[AccessRule]:
         """The rules whose subject is this user or ``*``."""
@@ -45,6 +49,11 @@ class PolicyStore(Protocol):
 
     def record_execution(self, query_id: str, execution: ExecutionRecord) -> None:
         """Link an execution to the select request that surfaced it; an unknown query_id is ignored."""
+        ...
+
+    def queries(self, now: float) -> Iterable[QueryRecord]:
+        """The unexpired records, lazily where the backend can: ``toolrec stats`` and the console's usage view (which
+        stops reading at a bound) read them; never a select or an execute."""
         ...
 
 

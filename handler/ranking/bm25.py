@@ -45,6 +45,19 @@ class BM25Index:
             scores[self.doc_ids[start:end]] += np.float32(weight) * self.weights[start:end]
         return scores
 
+    def term_scores(self, term_weights: Mapping[str, float], doc: int) -> dict[str, float]:
+        """What ``score_weighted`` of one document is made of: each weighted query term it holds, with its share."""
+        shares: dict[str, float] = {}
+        for term, weight in term_weights.items():
+            term_id = self.vocabulary.get(term)
+            if term_id is None or weight <= 0:
+                continue
+            start, end = int(self.indptr[term_id]), int(self.indptr[term_id + 1])
+            at = start + int(np.searchsorted(self.doc_ids[start:end], doc))  # a posting list is ascending
+            if at < end and self.doc_ids[at] == doc:
+                shares[term] = float(np.float32(weight) * self.weights[at])
+        return shares
+
     def terms_held(self, query_terms: Iterable[str]) -> npt.NDArray[np.int32]:
         """How many of the distinct query terms each document holds."""
         held = np.zeros(self.doc_count, dtype=np.int32)

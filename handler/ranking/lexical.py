@@ -16,8 +16,10 @@ from handler.ranking.abbreviations import Abbreviations
 from handler.ranking.analyzer import STOPWORDS
 from handler.ranking.catalog_words import CatalogWords
 from handler.ranking.values import split_values
+from handler.ranking.verbs import action_terms, general_verbs
 
 VALUE_TERM_WEIGHT = 0.5  # chosen leave-one-set-out (docs/quality.md "How we got here")
+ACTION_TERM_WEIGHT = 0.5  # the catalog's verb for the task's own (verbs.py); chosen leave-one-set-out
 MIN_SHORT_FORM_CHARS = 2
 # A short form as typed ("o365", "k8s", "1:1", "r&d"); an apostrophe stays inside, so "I'm" is never "m".
 _TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9:&+']*[a-z0-9])?")
@@ -39,6 +41,7 @@ class LexicalAnalysis:
     names: Sequence[str]
     analyzer: Callable[[str], list[str]]
     lexicon: Mapping[str, tuple[str, ...]]
+    verbs: Mapping[str, tuple[str, ...]] = field(default_factory=general_verbs)  # verbs.py
     stopwords: Collection[str] = frozenset(STOPWORDS)
     _words: CatalogWords = field(init=False, repr=False, compare=False)
     _abbreviations: Abbreviations = field(init=False, repr=False, compare=False)
@@ -56,6 +59,8 @@ class LexicalAnalysis:
             for token in self._short_forms(part):  # an abbreviation counts fully, also one with digits
                 for term in self._abbreviations.terms(token):
                     weights[term] = max(weights.get(term, 0.0), 1.0)
+        for term in action_terms(plain, self.verbs, self.vocabulary, self.analyzer):
+            weights.setdefault(term, ACTION_TERM_WEIGHT)
         return LexicalQuery(weights)
 
     def with_meanings(self, task: str) -> str:

@@ -1,16 +1,95 @@
-"""One call into the ranking core per task: query formation, its embeddings, the ranking and the no match.
+"""One call into the ranking core per task: its steps, query formation, their embeddings, the ranking, the no match.
 
-Select and ``toolrec eval`` both answer a task through ``recommend``, and ``toolrec calibrate-score`` reads the
-same ranking through ``ranked``, so what is measured and fit is what an agent receives (PRODUCT.md §5: C@5 at
+Select and ``toolrec eval`` both answer a task through ``recommend_task``, and ``toolrec calibrate-score`` reads
+the same ranking through ``ranked``, so what is measured and fit is what an agent receives (PRODUCT.md §5: C@5 at
 ``top_k`` 5, the no match applied).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
 from handler.ranking.arrays import BoolArray, FloatArray
 from handler.ranking.confidence import SHIPPED, Calibration
 from handler.ranking.query import Embedder, QueryText, embed_query, query_text
-from handler.ranking.retriever import Method, Ranked, RankingIndex, Recommendation
+from handler.ranking.retriever import Hit, Method, Ranked, RankingIndex, Recommendation
+from handler.ranking.steps import split_steps
+
+
+def recommend_task(
+    ranking: RankingIndex,
+    embedder: Embedder,
+    task: str,
+    context: str | None,
+    k: int,
+    allowed: BoolArray | None = None,
+    method: Method = Method.HYBRID,
+    calibration: Calibration | None = SHIPPED,
+) -> Recommendation:
+    """``recommend`` for a task of one step. For a compound task, that answer with each step's own best tool
+    brought in (``merge_steps``), each hit with the step it serves (PRODUCT.md §2)."""
+    whole = recommend(ranking, embedder, task, context, k, allowed, method, calibration)
+    steps = split_steps(task, ranking.step_verbs) if method is Method.HYBRID else (task,)
+    if len(steps) == 1:
+        return whole
+    vector = embedder.embed(ranking.with_meanings(task.strip()))
+    answers = [_step_answer(ranking, embedder, step, task, vector, context, k, allowed, calibration) for step in steps]
+    return merge_steps(task, whole, steps, answers, k)
+
+
+def merge_steps(
+    task: str, whole: Recommendation, steps: Sequence[str], answers: Sequence[Recommendation], k: int
+) -> Recommendation:
+    """Up to k tools for a compound task: each step's best that no earlier step took (so with k at least the
+    number of steps, every step has its own tool), then the whole task's own ranking; best first by score, each
+    tool once. A tool's step is the one it scores best for, or the whole task where no step's answer holds it.
+    Measured against ranking the steps alone, which loses more than it finds: docs/quality.md."""
+    best_of: dict[int, tuple[Hit, str]] = {hit.index: (hit, task) for hit in whole.hits}
+    for step, answer in zip(steps, answers, strict=True):
+        for hit in answer.hits:
+            held = best_of.get(hit.index)
+            if held is None or held[1] == task or _order_of(hit) > _order_of(held[0]):
+                best_of[hit.index] = (hit, step)
+    chosen: list[int] = []
+    for answer in answers:  # two steps are two actions: a step's best is its best tool no earlier step took
+        own = next((hit.index for hit in answer.hits if hit.index not in chosen), None)
+        if own is not None:
+            chosen.append(own)
+    chosen = list(dict.fromkeys(chosen + [hit.index for hit in whole.hits]))[:k]
+    merged = sorted((best_of[i] for i in chosen), key=lambda pair: -_order_of(pair[0]))
+    if not merged:
+        return whole  # the whole task and every step: no match
+    return replace(whole, hits=tuple(h for h, _ in merged), steps=tuple(s for _, s in merged))
+
+
+def _step_answer(
+    ranking: RankingIndex,
+    embedder: Embedder,
+    step: str,
+    task: str,
+    whole: FloatArray,
+    context: str | None,
+    k: int,
+    allowed: BoolArray | None,
+    calibration: Calibration | None,
+) -> Recommendation:
+    """One step ranked in its task: alone, "email it to them" has lost its app and object. Its vector is the mean
+    of its own and the whole task's, and its words are followed by the task's, so the step picks the action and
+    the task keeps what it acts on (measured against the step alone: docs/quality.md)."""
+    around = f"{task}\n{context}" if context else task
+    query = query_text(step, around, ranking.with_meanings)
+    blended = embedder.embed(query.semantic) + whole
+    vector = (blended / np.linalg.norm(blended)).astype(np.float32)
+    return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration)
+
+
+def _order_of(hit: Hit) -> float:
+    """What orders tools of different steps: the calibrated probability (comparable across queries), else the
+    ranking's own score."""
+    return hit.probability if hit.probability is not None else hit.score
 
 
 def recommend(
@@ -23,7 +102,7 @@ def recommend(
     method: Method = Method.HYBRID,
     calibration: Calibration | None = SHIPPED,
 ) -> Recommendation:
-    """Up to ``k`` allowed tools for the task, best first, or none when nothing allowed matches it."""
+    """Up to ``k`` allowed tools for one step, best first, or none when nothing allowed matches it."""
     query, vectors = _formed(ranking, embedder, task, context, method)
     return ranking.recommend(query.lexical, vectors, k, allowed, method, calibration)
 

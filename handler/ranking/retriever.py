@@ -17,6 +17,7 @@ from handler.ranking.confidence import CROWD_COSINE, SHIPPED, Calibration, Signa
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
+from handler.ranking.steps import COMMON_VERBS, catalog_verbs
 from handler.ranking.topk import top_k
 from handler.ranking.usage import (
     COMPANION_CANDIDATES,
@@ -42,9 +43,21 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class UsageMove:
+    """What the tenant's usage (usage.py) did to one chosen tool, each 0 where it did nothing."""
+
+    past_tasks: float  # how far its past tasks raised its cosine with the task (with_past_tasks)
+    classifier: float  # the classifier's vote added to its ranking score (classifier_votes)
+    companions: float  # the votes added for being run beside the best tools (companion_votes)
+
+
+@dataclass(frozen=True)
 class Recommendation:
     hits: tuple[Hit, ...]  # best first; empty when nothing allowed matches (the calibrated no match)
     best_cosine: float | None  # the best cosine of any allowed tool; None when the query was not embedded
+    # A compound task's answer (recommend.recommend_task): the step each hit serves, one per hit; else empty.
+    steps: tuple[str, ...] = ()
+    usage: Mapping[int, UsageMove] = field(default_factory=dict)  # the chosen tools usage moved, by index
 
     @property
     def no_match(self) -> bool:
@@ -59,6 +72,7 @@ class Ranked:
     best: float | None  # the best cosine of any allowed tool
     named: bool  # the task names an allowed tool, or one holds half its words: never refused
     evidence: npt.NDArray[np.float64] | None  # one row of confidence.FEATURES per chosen tool
+    usage: Mapping[int, UsageMove] = field(default_factory=dict)  # the chosen tools usage moved, by index
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,7 @@ class RankingIndex:
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
     coarse: CoarseSemantic | None = None  # a large build's two-stage dense scan (coarse.py); None: ``dense``
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
+    _step_verbs: frozenset[str] | None = field(init=False, default=None, repr=False, compare=False)
     _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -82,6 +97,15 @@ class RankingIndex:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def step_verbs(self) -> frozenset[str]:
+        """The actions that start a step of a compound task here (steps.py): common verbs and the catalog's own."""
+        verbs = self._step_verbs
+        if verbs is None:  # once per index, on the first comma or "and" a task holds
+            verbs = COMMON_VERBS | catalog_verbs(self.names)
+            object.__setattr__(self, "_step_verbs", verbs)
+        return verbs
 
     def exact_match(self, query: str) -> int | None:
         return self._resolver.position(query)
@@ -119,12 +143,12 @@ class RankingIndex:
         if cosines is None or found.evidence is None or calibration is None:
             plain = zip(found.chosen, scores.tolist(), strict=True)
             hits = (Hit(i, s, None if cosines is None else float(cosines[i])) for i, s in plain)
-            return Recommendation(tuple(hits), found.best)
+            return Recommendation(tuple(hits), found.best, usage=found.usage)
         if found.best is not None and calibration.refuses(found.best) and not found.named:  # a named tool: never
             return Recommendation((), found.best)
         probability = calibration.probabilities(found.evidence).tolist()
         rows = zip(found.chosen, scores.tolist(), probability, strict=True)
-        return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best)
+        return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best, usage=found.usage)
 
     def ranked(
         self,
@@ -217,7 +241,8 @@ class RankingIndex:
         short = shortlist_fusion(words, eligible, lifted, allowed, allowed_count, lexical_weight, wanted, also)
         scores = short.scores + picked[short.ids]
         boost = companion_votes(self.usage, short.ids, scores, len(self))
-        return self._top_of(short.ids, (scores + boost).astype(np.float32), k, exact, cosines)
+        found = self._top_of(short.ids, (scores + boost).astype(np.float32), k, exact, cosines)
+        return replace(found, usage=_moved(found.chosen, short.ids, cosines, lifted, picked, boost))
 
     def _top(
         self, scores: FloatArray, usable: IndexArray, k: int, exact: int | None, cosines: FloatArray | None
@@ -262,6 +287,21 @@ class RankingIndex:
         for other in cosines[1:]:
             best = np.maximum(best, other)
         return best
+
+
+def _moved(
+    chosen: list[int], ids: IndexArray, cosines: FloatArray, lifted: FloatArray, picked: FloatArray, boost: FloatArray
+) -> dict[int, UsageMove]:
+    """What usage did to each chosen tool (``boost``: the companions' votes of the shortlist ``ids``, ascending), kept
+    for the tools it moved: read by an explanation (explain.py), a few floats per select otherwise."""
+    moved = {}
+    for tool in chosen:
+        at = int(np.searchsorted(ids, tool))
+        companions = float(boost[at]) if at < len(ids) and ids[at] == tool else 0.0
+        move = UsageMove(max(float(lifted[tool] - cosines[tool]), 0.0), float(picked[tool]), companions)
+        if move.past_tasks or move.classifier or move.companions:
+            moved[tool] = move
+    return moved
 
 
 def _above(cosines: FloatArray, allowed: BoolArray, votes: Votes, cosine: np.float32) -> int:

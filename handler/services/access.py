@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from handler.catalog.names import MAX_SUGGESTED_CHARS, did_you_mean, listed_name, name_key, nearest_name
 from handler.errors import ForbiddenError, NotFoundError
 from handler.index.table import ToolTable
 from handler.policy.model import Gateway, Principal
@@ -47,14 +48,27 @@ class AccessPolicy:
         """The gateway a request runs under: the one it names, or the one its API key is limited to."""
         if principal.gateway_id is not None:
             if gateway_id is not None and gateway_id != principal.gateway_id:
-                raise ForbiddenError(f"this API key may only use gateway {principal.gateway_id!r}")
+                raise ForbiddenError(
+                    f"this API key may not use gateway {gateway_id!r}: it is limited to {principal.gateway_id!r}"
+                )
             gateway_id = principal.gateway_id
         if gateway_id is None:
             return None
         gateway = self.store.gateway(gateway_id)
         if gateway is None:
-            raise NotFoundError(f"gateway {gateway_id!r} does not exist")
+            # The nearest the caller may see: a key limited to one gateway sees that one alone (it was named here).
+            known = self.store.gateway_ids() if principal.gateway_id is None else ()
+            raise NotFoundError(f"unknown gateway {gateway_id!r}{did_you_mean(nearest_name(gateway_id, known))}")
         return gateway
+
+    def nearest_tool(self, table: ToolTable, name: str, caller: Caller) -> str | None:
+        """The tool nearest a mistyped name among those the caller may use (never a denied one, PRODUCT.md §2),
+        in the caller's spelling: ``Slack_SendMessage`` for one who wrote ``_``, as MCP lists names."""
+        mask = self.allowed_mask(table, caller.user_id, caller.gateway)
+        near = nearest_name(name, (table.names[i] for i in _candidates(table, name, mask)))
+        if near is None or "." in name or "_" not in name:
+            return near
+        return listed_name(near)
 
     def user_mask(self, table: ToolTable, user_id: str) -> BoolArray:
         """The tools the user may see and use: allowed by some rule for them or ``*``, denied by none."""
@@ -108,6 +122,33 @@ class Pins:
         if self.outside:
             problems.append(f"cannot pin {', '.join(self.outside)}: gateway {gateway_id} does not allow it")
         return "; ".join(problems) or None
+
+
+# The most tools one mistyped name is compared with: the app it names (or the nearest one) holds the candidates, so
+# a catalog of a million tools costs no more than one app's tools, and no more than ~40 ms (2,000 names of up to
+# 40 characters, measured on the shared machine) however large that app is.
+MAX_CANDIDATES = 2_000
+
+
+def _candidates(table: ToolTable, name: str, mask: BoolArray) -> list[int]:
+    """The usable tools a mistyped name may mean: those of the app its prefix names (``slack_sendmesage``: Slack),
+    else of the usable app nearest that prefix, else every usable tool; at most MAX_CANDIDATES of them."""
+    if len(name) > MAX_SUGGESTED_CHARS:
+        return []
+    key = name_key(name)
+    present = np.bincount(table.app_codes[mask], minlength=len(table.app_names))  # linear, where unique sorts
+    usable_apps = [table.app_names[c] for c in np.flatnonzero(present).tolist()]
+    named = [app for app in usable_apps if key.startswith(name_key(app) + ".")]
+    if not named and "." in key:
+        near = nearest_name(key.split(".", 1)[0], usable_apps)
+        named = [near] if near is not None else []
+    if named:
+        positions = np.concatenate([table.by_app[app.casefold()] for app in named])
+        positions = np.sort(positions[mask[positions]])
+    else:
+        positions = np.flatnonzero(mask)
+    kept: list[int] = positions[:MAX_CANDIDATES].tolist()
+    return kept
 
 
 def count(mask: BoolArray) -> int:

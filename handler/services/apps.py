@@ -77,7 +77,7 @@ class AppDirectory:
         infos = {a.app_id: a for a in store.apps()}
         connections = store.connections(user_id)
         live = {c.app_id.casefold(): c for c in connections if c.connected}
-        pending = _pending(table, mask, list(counts), connections)
+        pending = pending_tools(table, mask, list(counts), connections)
         entries = []
         for code, tool_count in counts.items():
             app_id = table.app_names[code]
@@ -101,10 +101,11 @@ class AppDirectory:
         return tuple(entries)
 
 
-def _pending(
+def pending_tools(
     table: ToolTable, mask: BoolArray, codes: Sequence[int], connections: Sequence[Connection]
 ) -> dict[int, list[PendingTool]]:
-    """Per app code, the usable tools that cannot run yet, by name. Only flagged tools are read (parsed)."""
+    """Per app code, the usable tools that cannot run yet, by name (an app is ``connected`` without any; ``toolrec
+    policy list`` says so by this too). Only flagged tools are read (parsed)."""
     candidates = mask & table.needs_authorization & np.isin(table.app_codes, codes)
     grants = Grants(connections)
     pending: dict[int, list[PendingTool]] = {}

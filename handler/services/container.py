@@ -19,6 +19,7 @@ from handler.services.apps import AppDirectory
 from handler.services.execution import ExecutionService
 from handler.services.policy_names import PolicyNameCheck
 from handler.services.select import ToolFinder
+from handler.services.usage import UsageService
 from handler.settings import Settings
 
 
@@ -31,6 +32,7 @@ class Services:
     finder: ToolFinder
     apps: AppDirectory
     execution: ExecutionService
+    usage: UsageService
     policy_names: PolicyNameCheck | None = None  # the policy's names no tool or app holds (None: not checked)
 
     @classmethod
@@ -48,4 +50,6 @@ class Services:
         finder = ToolFinder(holder, embedder, access, policy, settings.query_log_ttl_days)
         dispatcher = Dispatcher(executors or default_executors(), settings.max_tool_seconds)
         execution = ExecutionService(holder, access, dispatcher)
-        return cls(settings, holder, policy, access, finder, AppDirectory(holder, access), execution, policy_names)
+        apps = AppDirectory(holder, access)
+        usage = UsageService(holder, policy)
+        return cls(settings, holder, policy, access, finder, apps, execution, usage, policy_names)

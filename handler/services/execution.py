@@ -18,6 +18,7 @@ from typing import Any
 import anyio.to_thread
 
 from handler.catalog.json_limits import MAX_OUTPUT_DEPTH, json_problem, printable
+from handler.catalog.names import did_you_mean
 from handler.catalog.tool import Tool
 from handler.errors import (
     AuthorizationRequiredError,
@@ -107,8 +108,9 @@ class ExecutionService:
         position = index.table.position(tool_name)
         if position is None or not self.access.allowed_mask(index.table, user_id, caller.gateway)[position]:
             # Unknown, outside the gateway or denied to this user: one answer, in the caller's own spelling,
-            # so probing tells nobody which tools exist (issue 15 item 8).
-            raise NotFoundError(f"no tool named {tool_name!r} that you may use")
+            # so probing tells nobody which tools exist (issue 15 item 8); the nearest name is one they may use.
+            near = self.access.nearest_tool(index.table, tool_name, caller)
+            raise NotFoundError(f"no tool named {tool_name!r} that you may use{did_you_mean(near)}")
         tool = index.table.tools[position]
         problems = input_problems(tool.input_schema, arguments)
         if problems:

@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -25,31 +25,36 @@ from handler.index.load import Index
 from handler.policy.model import QueryRecord
 from handler.policy.store import PolicyStore
 from handler.ranking.arrays import BoolArray
+from handler.ranking.explain import NoMatchWhy, Why, explain_empty, explain_hits
 from handler.ranking.query import Embedder
-from handler.ranking.recommend import recommend
-from handler.ranking.retriever import Hit, Method
+from handler.ranking.recommend import recommend_task
+from handler.ranking.retriever import Hit, Method, Recommendation
 from handler.services.access import AccessPolicy, Caller
 
 log = logging.getLogger(__name__)
 SECONDS_PER_DAY = 86_400
 
 
-EmptyReason = Literal["no_match", "nothing_allowed", "unavailable"]
+EmptyReason = Literal["no_match", "below_min_score", "nothing_allowed", "unavailable"]
+SCORE_DECIMALS = 4  # a score as every answer shows it; a floor is compared with that (PRODUCT.md §2)
 
 
 @dataclass(frozen=True)
 class Suggestion:
     tool: Tool
     score: float  # the calibrated probability that the tool is a right one for the task (PRODUCT.md §2)
+    step: str | None = None  # the part of a compound task's text it serves; None for a one-step task
+    why: Why | None = None  # only when the request asks (explain)
 
 
 @dataclass(frozen=True)
 class TaskResult:
     task: str
     suggestions: tuple[Suggestion, ...]
-    # Why there are no suggestions: nothing fits, this user under this gateway may use no tool, or (only with
-    # isolate_failures) the lookup for this task failed.
+    # Why there are no suggestions: nothing fits, tools fit but none reached the floor, this user under this
+    # gateway may use no tool, or (only with isolate_failures) the lookup for this task failed.
     empty_reason: EmptyReason | None = None
+    why: NoMatchWhy | None = None  # what a no_match compared, only when the request asks (explain)
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -97,37 +102,43 @@ class ToolFinder:
         top_k: int,
         min_score: float | None = None,
         isolate_failures: bool = False,
+        explain: bool = False,
     ) -> Selection:
         """Up to ``top_k`` tools per task, best first, among the tools the user may use under the gateway, each
         scored at least ``min_score`` (else the gateway's floor, if it sets one).
 
         With ``isolate_failures`` (MCP SelectTools), a task whose lookup fails comes back ``unavailable``
-        instead of failing the others (PRODUCT.md §3).
+        instead of failing the others (PRODUCT.md §3). With ``explain``, each suggestion and each no_match says why.
         """
         started = time.perf_counter()
         index, allowed = self._scope(caller)
         floor = min_score if min_score is not None else caller.gateway.min_score if caller.gateway else None
-        found: list[tuple[Hit, ...] | EmptyReason] = []  # each task's hits, best first, or why it has none
+        found: list[Answer | EmptyReason] = []  # each task's hits, best first, or why it has none
+        ranked: list[Recommendation | None] = []  # each task's ranking, before the floor; None: not ranked
         for task in tasks:
             if not allowed.any():
                 found.append("nothing_allowed")
+                ranked.append(None)
                 continue
             try:
-                hits = recommend(index.ranking, self.embedder, task, context, top_k, allowed).hits
+                answer = recommend_task(index.ranking, self.embedder, task, context, top_k, allowed)
             except (RuntimeError, ValueError, MemoryError) as exc:  # onnxruntime raises RuntimeError subclasses
                 log.exception("ranking failed")
                 if isolate_failures:
                     found.append("unavailable")
+                    ranked.append(None)
                     continue
                 message = "the tool lookup failed; retry the request"
                 raise ServiceUnavailableError(message, public=message) from exc
-            kept = tuple(h for h in hits if floor is None or (h.probability or 0.0) >= floor)
-            found.append(kept or "no_match")  # none: the calibrated no match, or none at the floor
+            found.append(_at_floor(answer, floor))
+            ranked.append(answer)
         results = _within_budget(index, tasks, found)
+        if explain:  # after the ranking, from it: a select that does not ask pays nothing (ranking/explain.py)
+            results = [_explained(index, r, why, context, floor) for r, why in zip(results, ranked, strict=True)]
         selection = Selection(str(uuid.uuid4()), tuple(results))
         observability.bind(query_id=selection.query_id, gateway_id=caller.gateway_id)
-        no_match = sum(1 for r in results if r.empty_reason == "no_match")
-        observability.record_select(1000 * (time.perf_counter() - started), len(results), no_match)
+        latency_ms = 1000 * (time.perf_counter() - started)
+        observability.record_select(latency_ms, [r.task for r in results], [r.empty_reason for r in results])
         self._log_query(selection, caller)
         return selection
 
@@ -165,17 +176,56 @@ class ToolFinder:
             log.warning("query log write failed", exc_info=True)
 
 
-def _within_budget(
-    index: Index, tasks: Sequence[str], found: Sequence[tuple[Hit, ...] | EmptyReason]
-) -> list[TaskResult]:
+@dataclass(frozen=True)
+class Answer:
+    hits: tuple[Hit, ...]  # best first, none below the floor
+    steps: tuple[str | None, ...]  # the step each hit serves (None: a one-step task)
+
+
+def shown_score(hit: Hit) -> float:
+    """A hit's score as the answer shows it: what a floor is compared with, so a floor equal to a score shown
+    keeps that tool (PRODUCT.md §2)."""
+    return round(hit.probability or 0.0, SCORE_DECIMALS)
+
+
+def _at_floor(found: Recommendation, floor: float | None) -> Answer | EmptyReason:
+    """The hits at or above the floor, or why there are none: the calibrated no match, or none at the floor."""
+    if not found.hits:
+        return "no_match"
+    steps: tuple[str | None, ...] = found.steps or (None,) * len(found.hits)
+    kept = [(h, s) for h, s in zip(found.hits, steps, strict=True) if floor is None or shown_score(h) >= floor]
+    if not kept:
+        return "below_min_score"
+    return Answer(tuple(h for h, _ in kept), tuple(s for _, s in kept))
+
+
+def _within_budget(index: Index, tasks: Sequence[str], found: Sequence[Answer | EmptyReason]) -> list[TaskResult]:
     """Each task's suggestions, as many as one answer carries (answer_budget.py: each task keeps its best)."""
-    positions = [[hit.index for hit in hits] if isinstance(hits, tuple) else [] for hits in found]
+    positions = [[hit.index for hit in a.hits] if isinstance(a, Answer) else [] for a in found]
     kept = fitting_per_task([index.tools.record_bytes(p) for p in positions])
     results = []
-    for task, hits, count in zip(tasks, found, kept, strict=True):
-        if isinstance(hits, str):
-            results.append(TaskResult(task, (), hits))
+    for task, answer, count in zip(tasks, found, kept, strict=True):
+        if isinstance(answer, str):
+            results.append(TaskResult(task, (), answer))
         else:
-            suggestions = tuple(Suggestion(index.tools[h.index], h.probability or 0.0) for h in hits[:count])
+            rows = zip(answer.hits[:count], answer.steps, strict=False)
+            suggestions = tuple(Suggestion(index.tools[h.index], shown_score(h), step) for h, step in rows)
             results.append(TaskResult(task, suggestions))
     return results
+
+
+def _explained(
+    index: Index, result: TaskResult, recommendation: Recommendation | None, context: str | None, floor: float | None
+) -> TaskResult:
+    """The task's result with why each suggestion was made, or what its no_match compared."""
+    if recommendation is None:  # nothing_allowed or unavailable: nothing was compared
+        return result
+    if not result.suggestions:
+        return replace(result, why=explain_empty(recommendation, floor))
+    hits = {index.ranking.names[h.index]: h for h in recommendation.hits}
+    explained = []
+    for suggestion in result.suggestions:  # a compound task's step is read with the task it was ranked in
+        hit = [hits[suggestion.tool.name]]
+        why = explain_hits(index.ranking, result.task, context, hit, recommendation.usage, suggestion.step)[0]
+        explained.append(replace(suggestion, why=why))
+    return replace(result, suggestions=tuple(explained))

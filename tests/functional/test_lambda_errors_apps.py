@@ -75,7 +75,7 @@ def test_a_content_length_that_is_not_a_whole_number_is_400(function: Function, 
 
 def test_unknown_routes_and_methods(function: Function) -> None:
     error = assert_error(function.call("GET", "/v1/nothing-here"), 404, "not_found")
-    assert error["message"] == "no route GET /v1/nothing-here"
+    assert error["message"] == "no route GET /v1/nothing-here; the API is described at /docs"
     assert_error(function.call("GET", SELECT), 405, "method_not_allowed")
 
 

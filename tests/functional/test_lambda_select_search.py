@@ -85,7 +85,7 @@ def test_a_key_limited_to_a_gateway(function: Function) -> None:
 def test_unknown_gateway_is_not_found(function: Function) -> None:
     status, _, body = function.call("POST", "/v1/tools/select", {"tasks": ["x"], "user_id": "u", "gateway_id": "nope"})
     assert status == 404
-    assert body == {"name": "not_found", "message": "gateway 'nope' does not exist"}
+    assert body == {"name": "not_found", "message": "unknown gateway 'nope'"}  # no gateway is near 'nope'
 
 
 def test_search_is_keyword_only(function: Function) -> None:

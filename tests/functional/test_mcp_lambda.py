@@ -144,6 +144,24 @@ def test_raw_exchanges(container: LambdaContainer, gateway: GatewayApp) -> None:
     assert old_version["statusCode"] == 400 and '"code":-32022' in old_version["body"].replace(" ", "")
 
 
+def test_a_refused_request_through_the_handler_is_a_json_rpc_error(
+    container: LambdaContainer, gateway: GatewayApp
+) -> None:
+    """Refused before its exchange, as `toolrec serve` refuses it: REST's status, a JSON-RPC error the SDK shows."""
+    ping = '{"jsonrpc": "2.0", "id": "p-1", "method": "ping"}'
+    headers = {"authorization": f"Bearer {gateway.api_key}", "x-toolrec-user": USER}
+    event = load_event("POST", "/mcp/nope", headers=headers, body=ping)
+    unknown = container.invoke_in_thread(event)
+    assert unknown["statusCode"] == 404
+    body = json.loads(unknown["body"])
+    assert (body["id"], body["error"]["code"]) == ("p-1", -32600)
+    assert body["error"]["message"].startswith("unknown gateway 'nope'")
+    no_key = container.invoke_in_thread(
+        load_event("POST", f"/mcp/{GATEWAY_ON}", headers={"x-toolrec-user": USER}, body=ping)
+    )
+    assert no_key["statusCode"] == 401 and json.loads(no_key["body"])["error"]["data"]["name"] == "unauthorized"
+
+
 def test_before_any_index_is_published_the_gateway_still_answers(
     gateway: GatewayApp, embedder: Embedder, tmp_path: Path
 ) -> None:

@@ -64,6 +64,7 @@ def _policy_store_exercise() -> dict[str, Callable[[PolicyStore], object]]:
     execution = ExecutionRecord(tool_name="Slack.SendMessage", user_id="ana", at=now, outcome="ok")
     return {
         "gateway": lambda s: s.gateway("g"),
+        "gateway_ids": lambda s: s.gateway_ids(),
         "access_rules": lambda s: s.access_rules("ana"),
         "apps": lambda s: s.apps(),
         "connections": lambda s: s.connections("ana"),
@@ -71,6 +72,7 @@ def _policy_store_exercise() -> dict[str, Callable[[PolicyStore], object]]:
         "put_query": lambda s: s.put_query(record),
         "get_query": lambda s: s.get_query("q1"),
         "record_execution": lambda s: s.record_execution("q1", execution),
+        "queries": lambda s: list(s.queries(now.timestamp())),
     }
 
 

@@ -31,7 +31,7 @@ def _event(route: str) -> dict[str, Any]:
 
 def _select_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     observability.bind(query_id="q-123", gateway_id="support")
-    observability.record_select(latency_ms=4.5, tasks=2, no_match=1)
+    observability.record_select(4.5, ["post to #ops", "rent a car"], [None, "no_match"])
     observability.logger.info("selected", extra={"authorization": event["headers"]["authorization"]})
     return {"statusCode": 200, "body": "{}"}
 
@@ -51,7 +51,9 @@ def test_logs_are_json_with_request_ids_and_lambda_context(capsys: pytest.Captur
     handler = observability.instrument(_select_handler)
     assert handler(_event("POST /v1/tools/select"), LambdaContext())["statusCode"] == 200
     logs = [line for line in _lines(capsys.readouterr().out) if "message" in line]
-    assert [line["message"] for line in logs] == ["selected", "request done"]
+    assert [line["message"] for line in logs] == ["tools selected", "selected", "request done"]
+    assert (logs[0]["tasks"], logs[0]["latency_ms"], logs[0]["empty_reasons"]) == (2, 4.5, [None, "no_match"])
+    assert "task_text" not in logs[0] and "rent a car" not in json.dumps(logs)  # end users' text: not by default
     for line in logs:
         assert line["query_id"] == "q-123"
         assert line["gateway_id"] == "support"
@@ -104,9 +106,10 @@ def test_bind_accepts_only_identifiers() -> None:
 
 @pytest.mark.usefixtures("fresh_instance")
 def test_outside_lambda_select_metrics_are_not_buffered(capsys: pytest.CaptureFixture[str]) -> None:
-    observability.record_select(latency_ms=1.0, tasks=1, no_match=0)
+    observability.record_select(1.0, ["post to #ops"], [None])
     assert not observability.metrics.metric_set
-    assert capsys.readouterr().out == ""
+    (line,) = _lines(capsys.readouterr().out)  # the select's log line, and no metric blob
+    assert line["message"] == "tools selected" and "_aws" not in line
 
 
 @pytest.mark.parametrize(

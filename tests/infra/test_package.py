@@ -170,3 +170,14 @@ def test_clean_interpreter_answers_every_event(lambda_package: Path, local_aws: 
     assert mcp["statusCode"] == 200, mcp
     names = [tool["name"] for tool in _body(mcp)["result"]["tools"]]
     assert names == ["Toolrec_SelectTools", "Toolrec_UseTool", "Toolrec_ListApps"]
+    # The console's page and files ship in the package (handler/console/static) and its usage view reads the
+    # DynamoDB query log the selects above wrote (events run in name order: usage.json after select.json).
+    for name, media_type in [("console.json", "text/html"), ("console_js.json", "text/javascript")]:
+        page = responses[name]
+        headers = {key.lower(): value for key, value in page["headers"].items()}
+        assert page["statusCode"] == 200, page
+        assert headers["content-type"].startswith(media_type)
+        assert "default-src 'self'" in headers["content-security-policy"]
+    usage = responses["usage.json"]
+    assert usage["statusCode"] == 200, usage
+    assert len(_body(usage)["days"]) == 7 and _body(usage)["recommendations"] >= 1

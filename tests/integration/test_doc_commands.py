@@ -9,6 +9,7 @@ argument parser, so a renamed option still fails. A block added to a page withou
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -23,6 +24,7 @@ import httpx
 import pytest
 
 from build_index.cli import parser
+from build_index.ingest.catalog_files import read_catalogs
 from build_index.ops.loopback import serve_subprocess
 from build_index.ops.serve import DEMO_DIR
 from tests.support.docs import DOC_PAGES, REPO_ROOT, Block, runnable_blocks
@@ -58,7 +60,7 @@ RUN_BY = {
     ("README.md", "python -m infra.deploy"): f"{HERE}::test_readmes_deploy_commands",
     ("docs/catalogs.md", ".venv/bin/toolrec lint"): f"{HERE}::test_catalogs_lint_and_build",
     ("docs/catalogs.md", "UPSTREAM_TOKEN=..."): f"{HERE}::test_catalogs_upstream_build_and_refresh",
-    ("docs/deploy.md", "toolrec drift --url http://127.0.0.1:8000"): f"{HERE}::test_deploys_drift_record",
+    ("docs/deploy.md", ".venv/bin/toolrec drift --url http://127.0.0.1:8000"): f"{HERE}::test_deploys_drift_record",
     ("docs/providers.md", '"""Claude'): "test_provider_examples.py::test_claude_example",
     ("docs/providers.md", '"""GPT'): "test_provider_examples.py::test_gpt_example",
     ("docs/reliability.md", ".venv/bin/toolrec loadtest"): f"{HERE}::test_reliabilitys_load_test",
@@ -213,6 +215,19 @@ def test_catalogs_lint_and_build(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_catalogs_example_row_lints_and_builds(tmp_path: Path) -> None:
+    """The row docs/catalogs.md gives to copy is one the build takes whole, executor and requirements included, and
+    the page's own lint and build commands pass on it as it stands."""
+    page = (REPO_ROOT / "docs" / "catalogs.md").read_text()
+    (row,) = re.findall(r"^```json\n(.*?)^```$", page, re.M | re.S)
+    (tmp_path / "tools.jsonl").write_text(row)
+    (tool,) = read_catalogs([tmp_path / "tools.jsonl"])
+    assert tool.executor is not None and tool.requirements is not None and tool.input_schema["properties"]
+    said = run(block("docs/catalogs.md", ".venv/bin/toolrec lint"), tmp_path, ("--out DIR", "--out index"))
+    assert "no problems in 1 tools" in said and (tmp_path / "index" / "LATEST").is_file()
+
+
+@pytest.mark.slow
 def test_catalogs_upstream_build_and_refresh(tmp_path: Path) -> None:
     doc_block = block("docs/catalogs.md", "UPSTREAM_TOKEN=...")
     with serve(bearer_protected(upstream_mcp_app(), "crm-secret")) as upstream:
@@ -227,14 +242,17 @@ def test_catalogs_upstream_build_and_refresh(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_deploys_drift_record(served: Served, tmp_path: Path) -> None:
-    golden = tmp_path / "acme.golden.json"
-    shutil.copy(REPO_ROOT / "infra" / "tenants" / "acme.golden.json", golden)
-    doc_block = block("docs/deploy.md", "toolrec drift --url http://127.0.0.1:8000")
-    said = run(
-        doc_block, REPO_ROOT, ("toolrec drift", f"{BIN}/toolrec drift"), ("http://127.0.0.1:8000", served.url),
-        ("--golden infra/tenants/acme.golden.json", f"--golden {golden}"), env={"TOOLREC_DRIFT_API_KEY": KEY},
-    )  # fmt: skip
-    assert f"to {golden}" in said and golden.read_text() != ""
+    """As written, from a checkout's root (a copy of the query set it reads): it writes a new file, and the tracked
+    golden is left alone (issue 34: the block used to record over it, with a bare `toolrec` not on PATH)."""
+    tracked = REPO_ROOT / "infra" / "tenants" / "acme.golden.json"
+    before = tracked.read_bytes()
+    (tmp_path / "infra" / "tenants").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "infra" / "tenants" / "queries.txt", tmp_path / "infra" / "tenants" / "queries.txt")
+    doc_block = block("docs/deploy.md", ".venv/bin/toolrec drift --url http://127.0.0.1:8000")
+    said = run(doc_block, tmp_path, ("http://127.0.0.1:8000", served.url), env={"TOOLREC_DRIFT_API_KEY": KEY})
+    recorded = tmp_path / "acme.golden.new.json"
+    assert "acme.golden.new.json" in said and json.loads(recorded.read_text())
+    assert tracked.read_bytes() == before
 
 
 @pytest.mark.slow

@@ -86,7 +86,8 @@ def test_list_and_show_say_what_the_file_holds(served_root: Path, capsys: pytest
     assert toolrec(["policy", "--file", policy, "list"]) == 0
     out, err = capsys.readouterr()
     assert "gateway default: allows *, recommendation auto" in out.splitlines()
-    assert "rule everyone for *: allow *" in out and "connection demo-user -> Slack: connected" in out
+    assert "rule everyone for *: allow *" in out and "connection demo-user -> GoogleCalendar: connected" in out
+    assert "connection demo-user -> Slack: not connected" in out  # six Slack tools need scopes it lacks
     assert f"reading {served_root.resolve() / 'policy.json'}" in err
     assert toolrec(["policy", "--file", policy, "show"]) == 0
     shown = json.loads(capsys.readouterr().out)

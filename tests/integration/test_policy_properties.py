@@ -57,6 +57,9 @@ class MemoryPolicy:
     def gateway(self, gateway_id: str) -> Gateway | None:
         return self._gateway if self._gateway and self._gateway.gateway_id == gateway_id else None
 
+    def gateway_ids(self) -> Sequence[str]:
+        return [] if self._gateway is None else [self._gateway.gateway_id]
+
     def access_rules(self, user_id: str) -> Sequence[AccessRule]:
         return [r for r in self._rules if r.subject in (user_id, "*")]
 

@@ -62,6 +62,8 @@ def test_gateways_and_rules_round_trip(store: Any) -> None:
     store.put_rule(AccessRule(rule_id="no-billing", subject="ana", effect="deny", tools=("Stripe.*",)))
     store.put_rule(AccessRule(rule_id="other", subject="bob", effect="deny", tools=("Slack.*",)))
 
+    store.put_gateway(Gateway(gateway_id="sales"))
+    assert sorted(store.gateway_ids()) == ["sales", "support"]  # the gateways alone, never a rule's id
     gateway = store.gateway("support")
     assert gateway is not None and gateway.allowed == ("Zendesk.*", "Slack.SendMessage")
     assert gateway.recommendation == "on"
@@ -70,6 +72,7 @@ def test_gateways_and_rules_round_trip(store: Any) -> None:
 
     store.delete_rule("ana", "no-billing")
     store.delete_gateway("support")
+    assert list(store.gateway_ids()) == ["sales"]
     assert [r.rule_id for r in store.access_rules("ana")] == ["all"]
     assert store.gateway("support") is None
 

@@ -155,7 +155,8 @@ def test_unknown_gateway_is_404_everywhere(client: httpx.Client) -> None:
         headers={"X-Toolrec-User": USER},
     )
     assert mcp.status_code == 404
-    assert answer(mcp)["name"] == "not_found"
+    # A JSON-RPC error, whose message MCP clients show, carrying the error body (PRODUCT.md §3).
+    assert mcp.json()["error"]["data"]["name"] == "not_found"
 
 
 @pytest.mark.parametrize(

@@ -65,8 +65,16 @@ def _answers(base: str, key: str | None) -> list[tuple[int, object]]:
     answers = []
     for method, path, body in REQUESTS:
         response = httpx.request(method, f"{base}{path}", json=body, headers=headers, timeout=30)
-        answers.append((response.status_code, response.json()))
+        answers.append((response.status_code, _rest_body(response.json())))
     return answers
+
+
+def _rest_body(body: object) -> object:
+    """The error body; a gateway's MCP endpoint carries it as the data of a JSON-RPC error of the same message."""
+    if isinstance(body, dict) and "error" in body and "jsonrpc" in body:
+        assert body["error"]["message"] == body["error"]["data"]["message"], body
+        return body["error"]["data"]
+    return body
 
 
 def test_a_policy_file_broken_while_serving_tells_callers_nothing_of_it(

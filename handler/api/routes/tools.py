@@ -20,7 +20,9 @@ router = APIRouter(prefix="/v1/tools", tags=["tools"])
 @router.post("/select", response_model=SelectResponse, summary="The best tools for each task")
 def select_tools(body: SelectRequest, principal: PrincipalDep, services: ServicesDep) -> SelectResponse:
     caller = services.access.caller(principal, body.user_id, body.gateway_id)
-    selection = services.finder.select(caller, body.tasks, body.context, body.top_k, body.min_score)
+    selection = services.finder.select(
+        caller, body.tasks, body.context, body.top_k, body.min_score, explain=body.explain
+    )
     return SelectResponse(query_id=selection.query_id, results=[TaskSuggestions.of(r) for r in selection.results])
 
 
