@@ -60,12 +60,12 @@ class IndexHolder:
         self.model_fingerprint = model_fingerprint
         self.refresh_seconds = refresh_seconds
         self._clock = clock
+        self.on_load: Callable[[Index], object] | None = None  # told of each build swapped in (composition.py)
         self._lock = threading.Lock()
         self._current: Index | None = None
         self._error: str | None = "not loaded yet"  # the detail, for the log
         self._reason: str | None = "no tool index is loaded yet"  # the same in generic words, for callers
         self._next_check = 0.0
-        self.on_load: Callable[[Index], object] | None = None  # told of each build swapped in (composition.py)
 
     def load(self) -> None:
         """Load (or reload) ``LATEST`` now; failures are kept for /healthz, never raised."""
