@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -100,6 +101,9 @@ _worker_embedder: OnnxEmbedder | None = None
 
 def _init_worker(model_dir: Path) -> None:
     global _worker_embedder  # noqa: PLW0603 - one embedder per worker process, loaded once
+    # Ctrl-C reaches the whole process group: the parent stops the build (and the pool), each worker printing its
+    # own KeyboardInterrupt traceback would only bury the one line that says so (issue 33 item 12).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_embedder = OnnxEmbedder(model_dir, threads=1, verify=False)
 
 
@@ -111,8 +115,11 @@ def _embed_chunk(texts: list[str]) -> FloatArray:
 def _embed_in_workers(texts: Sequence[str], model_dir: Path, workers: int, progress: bool, what: str) -> FloatArray:
     """One text at a time in each worker (so vectors equal the query path's), chunks merged in order."""
     chunks = [list(texts[i : i + CHUNK]) for i in range(0, len(texts), CHUNK)]
-    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(model_dir,)) as pool:
+    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(model_dir,))
+    try:
         parts = list(_progress(pool.map(_embed_chunk, chunks), len(chunks), progress, unit="chunk", what=what))
+    finally:
+        pool.shutdown(cancel_futures=True)  # interrupted: the chunks not started are dropped, not embedded first
     return np.concatenate(parts).astype(np.float32)
 
 

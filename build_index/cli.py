@@ -18,6 +18,7 @@ from handler.errors import CatalogError, ToolrecError
 from handler.inference.model_files import default_model_dir
 
 Command = Callable[[argparse.Namespace], int]
+INTERRUPTED_EXIT = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
 
 
 def cmd_model_prepare(args: argparse.Namespace) -> int:
@@ -255,6 +256,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ToolrecError as exc:
         print(f"toolrec: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C is the user's own stop, not a fault: one line, no traceback (issue 33 item 12). A build publishes
+        # LATEST last, so an interrupted one left the served build as it was.
+        print("toolrec: interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT
 
 
 if __name__ == "__main__":

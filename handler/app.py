@@ -25,6 +25,7 @@ from handler.policy.store import PolicyStore
 from handler.providers import routes as providers
 from handler.ranking.query import Embedder
 from handler.services.container import Services
+from handler.services.policy_names import PolicyNameCheck
 from handler.settings import Settings
 
 # Every router, in one list: REST, the providers' search, each gateway's MCP endpoint, /docs and the console.
@@ -60,6 +61,7 @@ def create_app(
     embedder: Embedder,
     policy_store: PolicyStore,
     executors: Mapping[str, ToolExecutor] | None = None,
+    policy_names: PolicyNameCheck | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="toolrec",
@@ -72,7 +74,7 @@ def create_app(
         docs_url=None,  # served by routes/docs.py from local files; FastAPI's loads them from a CDN
         redoc_url=None,  # ReDoc loads from a CDN too, and nothing names it
     )
-    app.state.services = Services.build(settings, index_holder, embedder, policy_store, executors)
+    app.state.services = Services.build(settings, index_holder, embedder, policy_store, executors, policy_names)
     for router in ROUTERS:
         responses = {} if router in _UNAUTHENTICATED else _ERROR_RESPONSES
         app.include_router(router, responses=responses)

@@ -6,7 +6,7 @@ the deployed function are wired by the same code. Clients can be injected (tests
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -20,7 +20,11 @@ from handler.policy.cached import CachedPolicyStore
 from handler.policy.file_store import FilePolicyStore
 from handler.policy.store import PolicyStore
 from handler.ranking.query import Embedder
+from handler.services.policy_names import PolicyNameCheck
 from handler.settings import Settings
+
+if TYPE_CHECKING:
+    from handler.policy.dynamodb_store import DynamoPolicyStore
 
 
 def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> PolicyStore:
@@ -29,12 +33,39 @@ def build_policy_store(settings: Settings, dynamodb_client: Any = None) -> Polic
     revocation made with ``toolrec policy`` applies from the next request on (docs/security.md)."""
     if settings.policy_backend == "file":
         assert settings.policy_file is not None
-        return FilePolicyStore(settings.policy_file)
+        store = FilePolicyStore(settings.policy_file)
+        # A file that cannot be read or parsed stops the start, naming its fields; once serving, a later bad edit
+        # leaves the last good policy in force (FilePolicyStore.document, PRODUCT.md §4).
+        store.document()
+        return store
     from handler.policy.dynamodb_store import DynamoPolicyStore, TableNames
 
     if dynamodb_client is None:
         dynamodb_client = aws_client("dynamodb", "serve")
     return CachedPolicyStore(DynamoPolicyStore(dynamodb_client, TableNames.of(settings)), settings.policy_cache_seconds)
+
+
+def policy_name_check(store: PolicyStore, holder: IndexHolder) -> PolicyNameCheck | None:
+    """The check of the names the policy holds against the served build (services/policy_names.py), run when either
+    changes: the file store tells it of every new read, the holder of every new build; DynamoDB's gateways and rules
+    are scanned for it at most once per ``policy_cache_seconds``, and only when /healthz asks (never at a cold start
+    or in a request)."""
+    if isinstance(store, FilePolicyStore):
+        check = PolicyNameCheck(holder, store.document)
+        store.on_change = lambda _: check.current()
+    elif isinstance(store, CachedPolicyStore) and (dynamo := _dynamo(store.inner)) is not None:
+        cache = store.cache
+        check = PolicyNameCheck(holder, lambda: cache.get_or_load("policy_names", "", dynamo.gateways_and_rules))
+    else:
+        return None
+    holder.on_load = check.index_loaded  # a new build: the policy last read is checked against it
+    return check
+
+
+def _dynamo(store: PolicyStore) -> DynamoPolicyStore | None:
+    from handler.policy.dynamodb_store import DynamoPolicyStore  # boto3: not imported to serve a local file
+
+    return store if isinstance(store, DynamoPolicyStore) else None
 
 
 def build_app(
@@ -62,11 +93,12 @@ def build_app(
         namespace=settings.mcp_namespace,
     )
     holder.load()  # a missing index is reported by /healthz and 503s, and retried; it does not fail the init
+    policy_store = build_policy_store(settings, dynamodb_client)
+    policy_names = policy_name_check(policy_store, holder)
+    if isinstance(policy_store, FilePolicyStore) and policy_names is not None:
+        policy_names.current()  # a name of the policy no tool or app holds is logged at start
     app = create_app(
-        settings,
-        index_holder=holder,
-        embedder=embedder,
-        policy_store=build_policy_store(settings, dynamodb_client),
+        settings, index_holder=holder, embedder=embedder, policy_store=policy_store, policy_names=policy_names
     )
     # The clients made (or given) here, for the SnapStart hooks (handler/snapstart.py) to close before a snapshot.
     app.state.aws_clients = tuple(client for client in (s3_client, dynamodb_client) if client is not None)

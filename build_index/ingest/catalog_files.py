@@ -1,5 +1,7 @@
 """Reading catalog JSONL files: every row validated, every problem reported with its file and line.
 
+A field the format does not know is refused with the known field it most likely meant (``executer`` — did you mean
+``executor``?), as the Tool model forbids it: dropped, the tool would lose its executor or authorization.
 Beyond the Tool model, a catalog file's row is refused when (issue 26 item 4):
 - its name holds whitespace or ``*`` (no access rule or pin could name it: names.name_problem);
 - the ``App`` of ``App.ToolName`` is not its ``app`` (case aside): ``App.*`` rules read the name, authorization and
@@ -21,8 +23,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from handler.catalog.json_limits import catalog_schema_problems
-from handler.catalog.names import lookalike_key, name_key, name_problem
-from handler.catalog.tool import Tool
+from handler.catalog.names import did_you_mean, lookalike_key, name_key, name_problem, nearest_name
+from handler.catalog.tool import ROW_FIELDS, Tool
 from handler.errors import CatalogError
 from handler.ranking.text import first_line
 
@@ -33,8 +35,15 @@ def _describe(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "row"
-        parts.append(f"{where}: {error['msg']}")
+        parts.append(_unknown_field(error["loc"]) if error["type"] == "extra_forbidden" else f"{where}: {error['msg']}")
     return "; ".join(parts)
+
+
+def _unknown_field(loc: tuple[int | str, ...]) -> str:
+    """A field the format does not know, with the known one it most likely meant (issue 33 item 6)."""
+    parent, name = tuple(str(p) for p in loc[:-1]), str(loc[-1])
+    inside = f"{'.'.join(parent)}: " if parent else ""
+    return f"{inside}unknown field {name!r}{did_you_mean(nearest_name(name, ROW_FIELDS.get(parent, ())))}"
 
 
 def read_catalogs(paths: Sequence[Path]) -> list[Tool]:

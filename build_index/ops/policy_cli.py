@@ -253,6 +253,22 @@ def _show(args: argparse.Namespace, store: PolicyWriter) -> str:
     return text
 
 
+def _check(args: argparse.Namespace, store: PolicyWriter) -> str:
+    """Every pattern and pin of the policy that matches no tool or app of the index, with the nearest name: `put`
+    refuses those, a hand edit or a later build does not (PRODUCT.md §4). Exit 1 when there is one."""
+    from handler.services.policy_names import unknown_names
+
+    catalog = _catalog(args, store)
+    if catalog.location is None:
+        raise PolicyCommandError("policy check needs --index (or $TOOLREC_INDEX_LOCATION): the catalog to check")
+    found = unknown_names(store.document(), catalog.table)
+    where = f"the index at {catalog.location} ({len(catalog.table.names)} tools)"
+    if found:
+        lines = "\n  ".join(name.describe() for name in found)
+        raise PolicyCommandError(f"{len(found)} name(s) match no tool or app of {where}:\n  {lines}", NOT_FOUND_EXIT)
+    return f"every pattern and pin of the policy matches a tool of {where}"
+
+
 Action = Callable[[argparse.Namespace, PolicyWriter], str]
 
 
@@ -349,6 +365,9 @@ def add_policy_parser(commands: Any, run: Callable[[argparse.Namespace], int]) -
         " each connection is checked against its tools as /v1/apps checks it",
     )
     _action(kinds, "show", _show, "the whole policy as JSON (keys as sha256 only)").set_defaults(policy_reads=True)
+    check = _action(kinds, "check", _check, "name each pattern or pin that matches no tool of the index (exit 1)")
+    check.add_argument("--index", help=INDEX_HELP)
+    check.set_defaults(policy_reads=True)
 
 
 def run_policy(args: argparse.Namespace, dynamodb_client: Any = None) -> int:

@@ -311,6 +311,18 @@ class HealthResponse(BaseModel):
     reason: str | None = Field(default=None, description="why no index is loaded")
     catalog_built_at: str | None = Field(default=None, description="when the served build was made (ISO 8601, UTC)")
     catalog_age_seconds: float | None = Field(default=None, description="seconds since catalog_built_at")
+    policy_unknown_names: list[UnknownPolicyName] = Field(
+        default_factory=list,
+        description="patterns and pins of the policy that match no tool or app of the served build: a misspelled "
+        "deny denies nothing (PRODUCT.md §4)",
+    )
+
+
+class UnknownPolicyName(BaseModel):
+    record: str = Field(description="where the name is written: 'gateway ID' or 'access rule ID'")
+    field: str = Field(description="allowed, pinned or tools")
+    name: str = Field(description="the pattern or pin as written")
+    nearest: str | None = Field(default=None, description="the nearest name the served build holds")
 
 
 class FieldError(BaseModel):

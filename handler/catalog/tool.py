@@ -33,10 +33,10 @@ class Requirements(BaseModel):
 
 
 class Tool(BaseModel):
-    """A catalog entry. Fields beyond these (ids, labels, long descriptions) are allowed and not kept:
-    a catalog carries "at least" them (PRODUCT.md §1); executor and requirements stay strict."""
+    """A catalog entry. A field beyond these is refused, not dropped (PRODUCT.md §1, issue 33 item 6): a misspelled
+    ``executer`` or ``requirments`` would otherwise build a tool that lost its executor or its authorization."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, max_length=256)
     description: str
@@ -59,3 +59,11 @@ class Tool(BaseModel):
         if schema.get("type", "object") != "object":
             raise ValueError("input_schema must be a JSON Schema of type object")
         return schema
+
+
+# The fields a catalog row may hold, at each level of it: what an unknown field is checked against.
+ROW_FIELDS: dict[tuple[str, ...], tuple[str, ...]] = {
+    (): tuple(Tool.model_fields),
+    ("executor",): tuple(Executor.model_fields),
+    ("requirements",): tuple(Requirements.model_fields),
+}

@@ -61,6 +61,7 @@ class IndexHolder:
         self.model_fingerprint = model_fingerprint
         self.refresh_seconds = refresh_seconds
         self._clock = clock
+        self.on_load: Callable[[Index], object] | None = None  # told of each build swapped in (composition.py)
         self._lock = threading.Lock()
         self._current: Index | None = None
         self._error: str | None = "not loaded yet"  # the detail, for the log
@@ -137,6 +138,8 @@ class IndexHolder:
                     index = index.without_usage()
                 self._current = index  # one reference assignment: the atomic swap
                 log.info("index loaded", extra={"build_id": index.build_id})
+                if self.on_load is not None:
+                    self.on_load(index)
                 self._prune_cache(keep=index.build_id)
             else:
                 self._note_changes(latest)

@@ -124,14 +124,20 @@ class DynamoPolicyStore:
         item = self._get(self.tables.api_keys, {"key_hash": key_hash})
         return None if item is None else _from_item(ApiKeyRecord, item)
 
-    def document(self) -> PolicyDocument:
-        """Every gateway, rule, app, connection and key: full scans, for ``toolrec policy list``/``show`` only."""
+    def gateways_and_rules(self) -> PolicyDocument:
+        """The policy table alone, a full scan: what the check of the names a policy holds reads (/healthz, cached;
+        services/policy_names.py), never the request path."""
         document = PolicyDocument()
         for item in self._scan(self.tables.policy):
             if item["pk"]["S"].startswith("GATEWAY#"):
                 document.gateways.append(_from_item(Gateway, item))
             else:
                 document.access_rules.append(_from_item(AccessRule, item))
+        return document
+
+    def document(self) -> PolicyDocument:
+        """Every gateway, rule, app, connection and key: full scans, for ``toolrec policy list``/``show`` only."""
+        document = self.gateways_and_rules()
         for item in self._scan(self.tables.connections):
             if item["pk"]["S"] == "APPS":
                 document.apps.append(_from_item(AppInfo, item))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import stat
 import tempfile
@@ -35,10 +36,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from handler.catalog.names import did_you_mean, nearest_name
 from handler.errors import PolicyUnavailableError
 from handler.policy.model import (
     DOCUMENT_VERSION,
@@ -59,6 +61,9 @@ PRIVATE_MODE = 0o600
 # on a dead disk) fails the waiting command instead of hanging it.
 LOCK_TIMEOUT_S = 30.0
 T = TypeVar("T")
+Version = tuple[int, int, int, int]  # of the policy file: inode, mtime, ctime, size
+MISSING: Version = (-1, -1, -1, -1)  # the version of a policy file that is not there
+log = logging.getLogger(__name__)
 
 
 def read_document(path: Path) -> PolicyDocument:
@@ -68,11 +73,38 @@ def read_document(path: Path) -> PolicyDocument:
     except FileNotFoundError as exc:
         raise PolicyUnavailableError(f"no policy file at {path}") from exc
     except (OSError, ValueError) as exc:  # JSON and pydantic validation errors are ValueErrors
-        detail = f"{exc.error_count()} invalid field(s)" if isinstance(exc, ValidationError) else str(exc)
+        if isinstance(exc, ValidationError):
+            detail = invalid_fields(exc)
+        else:
+            detail = f"not JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc)
         raise PolicyUnavailableError(f"cannot read policy file {path}: {detail}") from exc
     if document.version != DOCUMENT_VERSION:
         raise PolicyUnavailableError(f"policy file {path} has version {document.version}; expected {DOCUMENT_VERSION}")
     return document
+
+
+def invalid_fields(exc: ValidationError) -> str:
+    """Each invalid field where a person editing the file finds it: ``gateways[0].recommendation: Input should be
+    'on', 'off' or 'auto'`` (issue 33 item 8: "2 invalid field(s)" named none)."""
+    problems = []
+    for error in exc.errors():
+        loc = error["loc"]
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field{did_you_mean(nearest_name(str(loc[-1]), _record_fields(loc)))}"
+        problems.append(f"{where or 'the file'}: {message}")
+    return "; ".join(problems)
+
+
+def _record_fields(loc: tuple[int | str, ...]) -> tuple[str, ...]:
+    """The fields known where an unknown one stands: the document's own, or a record's (``gateways[0].x``)."""
+    if len(loc) == 1:
+        return tuple(PolicyDocument.model_fields)
+    field = PolicyDocument.model_fields.get(str(loc[0]))
+    # (section, position, field): a field of one record of a section.
+    records = get_args(field.annotation) if field is not None and len(loc) == 3 else ()
+    return tuple(records[0].model_fields) if records and issubclass(records[0], BaseModel) else ()
 
 
 def write_document(path: Path, document: PolicyDocument) -> None:
@@ -192,22 +224,48 @@ class FilePolicyStore:
         self.path = path
         self._clock = clock
         self._lock = threading.Lock()
-        self._loaded: tuple[tuple[int, int, int, int], PolicyDocument] | None = None
+        self._loaded: tuple[Version, PolicyDocument] | None = None
+        self._failed: Version | None = None  # a version of the file that could not be read: logged once
+        # Told each policy read that differs from the one before (the check of the names it holds, composition.py).
+        self.on_change: Callable[[PolicyDocument], object] | None = None
         self._queries: OrderedDict[str, QueryRecord] = OrderedDict()
         self.query_log_path = query_log_file(path)
 
     def document(self) -> PolicyDocument:
+        """The policy as the file says it now; while the file cannot be read or parsed, the last good one."""
         try:
             stat = self.path.stat()
         except OSError as exc:
-            raise PolicyUnavailableError(f"no policy file at {self.path}") from exc
+            return self._last_good(MISSING, PolicyUnavailableError(f"no policy file at {self.path}"), exc)
         # Every write is a new inode: the mtime alone can miss two writes within one coarse timestamp tick (and
         # keep serving a revoked key). Stat before reading, so the cached text is never older than its version.
         version = (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
         loaded = self._loaded
-        if loaded is None or loaded[0] != version:
-            loaded = (version, read_document(self.path))
-            self._loaded = loaded
+        if loaded is not None and loaded[0] == version:
+            return loaded[1]
+        if self._failed == version and loaded is not None:
+            return loaded[1]  # this version was read and refused already: not parsed again per request
+        try:
+            document = read_document(self.path)
+        except PolicyUnavailableError as exc:
+            return self._last_good(version, exc, exc.__cause__)
+        self._loaded, self._failed = (version, document), None
+        if self.on_change is not None:
+            self.on_change(document)
+        return document
+
+    def _last_good(
+        self, version: Version, error: PolicyUnavailableError, cause: BaseException | None
+    ) -> PolicyDocument:
+        """A hand edit that breaks the file must not stop a running server (every request a 503, issue 33 item 8):
+        the last good policy stays in force and the error, with the fields it names, is logged once per version.
+        With no good policy yet (the server's start reads it, composition.py) the error is raised."""
+        loaded = self._loaded
+        if loaded is None:
+            raise error from cause
+        if self._failed != version:
+            log.error("%s; the last good policy read stays in force until the file is fixed", error)
+        self._failed = version
         return loaded[1]
 
     # Reads.

@@ -17,6 +17,7 @@ from handler.ranking.query import Embedder
 from handler.services.access import AccessPolicy
 from handler.services.apps import AppDirectory
 from handler.services.execution import ExecutionService
+from handler.services.policy_names import PolicyNameCheck
 from handler.services.select import ToolFinder
 from handler.services.usage import UsageService
 from handler.settings import Settings
@@ -32,6 +33,7 @@ class Services:
     apps: AppDirectory
     execution: ExecutionService
     usage: UsageService
+    policy_names: PolicyNameCheck | None = None  # the policy's names no tool or app holds (None: not checked)
 
     @classmethod
     def build(
@@ -41,6 +43,7 @@ class Services:
         embedder: Embedder,
         policy: PolicyStore,
         executors: Mapping[str, ToolExecutor] | None = None,
+        policy_names: PolicyNameCheck | None = None,
     ) -> Services:
         """``executors``: kind -> adapter (http, mcp and lambda by default); tests inject a Lambda client this way."""
         access = AccessPolicy(policy)
@@ -48,4 +51,5 @@ class Services:
         dispatcher = Dispatcher(executors or default_executors(), settings.max_tool_seconds)
         execution = ExecutionService(holder, access, dispatcher)
         apps = AppDirectory(holder, access)
-        return cls(settings, holder, policy, access, finder, apps, execution, UsageService(holder, policy))
+        usage = UsageService(holder, policy)
+        return cls(settings, holder, policy, access, finder, apps, execution, usage, policy_names)

@@ -176,6 +176,7 @@ def run(doc_block: Block, cwd: Path, *replacements: tuple[str, str], env: dict[s
 def test_readmes_policy_commands(served: Served) -> None:
     said = run(block("README.md", ".venv/bin/toolrec policy list"), served.folder)
     assert "gateway default: allows *" in said and "API key" in said and "created for gateway default" in said
+    assert "every pattern and pin of the policy matches a tool of the index" in said
     policy = (served.folder / ".toolrec" / "policy.json").read_text()
     assert '"no-payments"' in policy and '"Slack.SendMessage"' in policy
 

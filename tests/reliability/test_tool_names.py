@@ -126,11 +126,10 @@ def _serve_index(
 ) -> Iterator[Server]:
     publish(index_tools(tools, embedder, MODEL_ID, progress=False), str(root / "index"))
     server_policy = root / "policy.json"
+    server_policy.write_text(json.dumps(policy(None)), encoding="utf-8")  # read at start: it must be there
     settings = file_settings(str(root / "index"), server_policy, root / "cache", policy_cache_seconds=0)
     with serve(build_app(settings, embedder=embedder)) as base:
-        server = Server(base, server_policy, worker[1])
-        server.set_policy(None)
-        yield server
+        yield Server(base, server_policy, worker[1])
 
 
 @pytest.fixture(scope="module")
@@ -240,11 +239,10 @@ def colliding(
     renamed = [tools[0], tools[1].model_copy(update={"name": "Slack.Sendmessage"}), tools[2]]
     publish(dataclasses.replace(built, tools=renamed), str(root / "index"))
     server_policy = root / "policy.json"
+    server_policy.write_text(json.dumps(policy("Slack.SendMessage")), encoding="utf-8")  # read at start
     settings = file_settings(str(root / "index"), server_policy, root / "cache", policy_cache_seconds=0)
     with serve(build_app(settings, embedder=embedder)) as base:
-        server = Server(base, server_policy, worker[1])
-        server.set_policy("Slack.SendMessage")
-        yield server
+        yield Server(base, server_policy, worker[1])
 
 
 def test_an_index_with_colliding_names_is_refused_rather_than_served(colliding: Server) -> None:

@@ -1,4 +1,4 @@
-"""What a catalog entry accepts: extra fields are ignored, versioned names and non-object schemas are not."""
+"""What a catalog entry accepts: fields the format does not know, versioned names and non-object schemas are refused."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ BASE = {
 }
 
 
-def test_extra_catalog_fields_are_accepted_and_not_kept() -> None:
-    tool = Tool.model_validate({**BASE, "id": "x", "full_description": "long", "app_label": "Slack"})
-    assert "full_description" not in tool.model_dump()
+def test_extra_catalog_fields_are_refused() -> None:
+    # Dropped, a misspelled "executor" would silently build a tool without one (issue 33 item 6).
+    with pytest.raises(ValidationError, match="executer"):
+        Tool.model_validate({**BASE, "executer": {"kind": "http", "target": "http://127.0.0.1:1/"}})
 
 
 @pytest.mark.parametrize(

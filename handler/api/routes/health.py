@@ -1,4 +1,5 @@
-"""GET /healthz: which build is served, how many tools it holds and how old it is, or why none is (no auth)."""
+"""GET /healthz: which build is served, how many tools it holds and how old it is, or why none is, and the names of
+the policy that match none of its tools (no auth)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from handler.api.auth import ServicesDep
-from handler.api.schemas import HealthResponse
+from handler.api.schemas import HealthResponse, UnknownPolicyName
 
 router = APIRouter(tags=["health"])
 
@@ -22,6 +23,7 @@ router = APIRouter(tags=["health"])
 def healthz(services: ServicesDep) -> HealthResponse | JSONResponse:
     services.holder.poll()
     health = services.holder.health()
+    checked = services.policy_names  # kept per build and policy: computed again only when either changed
     body = HealthResponse(
         status="ok" if health.ok else "unavailable",
         build_id=health.build_id,
@@ -31,6 +33,7 @@ def healthz(services: ServicesDep) -> HealthResponse | JSONResponse:
         # The wall clock at answer time, not a cached one: a SnapStart restore or a long-warm instance reports
         # the real age.
         catalog_age_seconds=health.age_seconds(datetime.now(UTC)),
+        policy_unknown_names=[UnknownPolicyName(**vars(n)) for n in checked.current()] if checked else [],
     )
     if health.ok:
         return body
