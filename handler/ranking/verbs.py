@@ -37,7 +37,7 @@ def leading_verb(text: str) -> str | None:
     first_line = text.strip().split("\n", 1)[0].lower()
     for word in _WORD.findall(first_line[:200]):
         if word not in _LEAD_INS:
-            return word
+            return str(word)
     return None
 
 
