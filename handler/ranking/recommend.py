@@ -30,14 +30,39 @@ def recommend_task(
     calibration: Calibration | None = SHIPPED,
 ) -> Recommendation:
     """``recommend`` for a task of one step. For a compound task, that answer with each step's own best tool
-    brought in (``merge_steps``), each hit with the step it serves (PRODUCT.md §2)."""
-    whole = recommend(ranking, embedder, task, context, k, allowed, method, calibration)
+    brought in (``merge_steps``), each hit with the step it serves (PRODUCT.md §2). A task of n steps costs n + 1
+    rankings and as many embeddings: a step that is also one of the task's parts (query.py) is embedded once."""
     steps = split_steps(task, ranking.step_verbs) if method is Method.HYBRID else (task,)
     if len(steps) == 1:
-        return whole
-    vector = embedder.embed(ranking.with_meanings(task.strip()))
+        return recommend(ranking, embedder, task, context, k, allowed, method, calibration)
+    embedder = _Remembered(embedder)
+    query, vectors = _formed(ranking, embedder, task, context, method)
+    assert vectors is not None  # hybrid
+    whole = ranking.recommend(query.lexical, vectors, k, allowed, method, calibration)
+    vector = vectors[0]  # the whole task's, before its parts
     answers = [_step_answer(ranking, embedder, step, task, vector, context, k, allowed, calibration) for step in steps]
     return merge_steps(task, whole, steps, answers, k)
+
+
+class _Remembered:
+    """An embedder that embeds each text once per task."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self._vectors: dict[str, FloatArray] = {}
+
+    @property
+    def fingerprint(self) -> str:
+        return self._embedder.fingerprint
+
+    @property
+    def dimensions(self) -> int:
+        return self._embedder.dimensions
+
+    def embed(self, text: str) -> FloatArray:
+        if text not in self._vectors:
+            self._vectors[text] = self._embedder.embed(text)
+        return self._vectors[text]
 
 
 def merge_steps(
