@@ -1,11 +1,12 @@
-"""Finding the steps of a compound task: "find the open PR and squash-merge it, then tell #eng" -> three steps.
+"""Finding the steps of a compound task: "find the open PR, merge it and tell #eng on slack" -> three steps.
 
 Agents put several steps in one task; one ranking of the whole task finds its first steps' tools and loses the
 last (PRODUCT.md §2). A step starts at a sentence break, after "then" / "also" / "after that" and kin, at a
 leading condition ("if/once/when/after ..., do it"), and at a comma or "and" followed by an action verb: "and"
-alone never splits ("Johnson and Johnson", "the Q3 and Q4 numbers"), nor does anything inside quotes. The
-verbs are common English actions plus the first word of the catalog's own tool names ("squash", "redeem"), so a
-catalog's actions split where an English list would miss them. Chosen leave-one-set-out: docs/quality.md.
+alone never splits ("Johnson and Johnson", "the Q3 and Q4 numbers"), nor does anything inside quotes. A sentence
+that asks for nothing ("I'm a movie critic.") is context for the request after it, not a step. The verbs are
+common English actions plus the first word of the catalog's own tool names ("squash", "redeem"), so a catalog's
+actions split where an English list would miss them. Measured on the multi-step sets: docs/quality.md.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ _CONDITION = re.compile(r"^(?:if|once|when|whenever|after|as\s+soon\s+as)\b[^,]{
 _CONDITION_WORDS = frozenset("if once when whenever".split())
 # How a sentence asks: a question's first word, or a want ("I'd like to know", "we need", "help me").
 _ASKING = frozenset("can could would will what which who whom whose where when how is are do does did".split())
+_ASKING_OR_CONDITION = _ASKING | _CONDITION_WORDS
 _WANT = re.compile(
     r"\b(?:i|we)(?:'d|\s+would)?\s+(?:like|want|need|wish)\b|\b(?:i'd|we'd)\s+like\b|\bhelp\s+(?:me|us)\b",
     re.IGNORECASE,
@@ -123,7 +125,7 @@ def _requests(masked: str, sentences: list[tuple[int, int]], verbs: frozenset[st
 def _is_request(sentence: str, verbs: frozenset[str]) -> bool:
     """A question, an action verb first ("send it", "please post"), or a want ("I need to know ...")."""
     text = sentence.strip()
-    return text.endswith("?") or _starts_with_verb(text, verbs | _ASKING) or bool(_WANT.search(text))
+    return text.endswith("?") or _starts_with_verb(text, verbs, _ASKING_OR_CONDITION) or bool(_WANT.search(text))
 
 
 def _condition_split(masked: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -145,10 +147,10 @@ def _verb_split(masked: str, start: int, end: int, verbs: frozenset[str]) -> lis
     return spans
 
 
-def _starts_with_verb(text: str, verbs: frozenset[str]) -> bool:
-    """Whether a step starts here: an action verb, or a condition ("and if it's overdue, ...")."""
+def _starts_with_verb(text: str, verbs: frozenset[str], also: frozenset[str] = _CONDITION_WORDS) -> bool:
+    """Whether a step starts here: an action verb, or ``also`` (a condition: "and if it's overdue, ...")."""
     for word in _WORD.findall(text[:80]):
         lowered = word.lower()
         if lowered not in _LEAD_INS:
-            return lowered in verbs or lowered in _CONDITION_WORDS
+            return lowered in verbs or lowered in also
     return False
