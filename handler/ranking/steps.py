@@ -49,7 +49,8 @@ _CONDITION_WORDS = frozenset("if once when whenever".split())
 _ASKING = frozenset("can could would will what which who whom whose where when how is are do does did".split())
 _ASKING_OR_CONDITION = _ASKING | _CONDITION_WORDS
 _WANT = re.compile(
-    r"\b(?:i|we)(?:'d|\s+would)?\s+(?:like|want|need|wish)\b|\b(?:i'd|we'd)\s+like\b|\bhelp\s+(?:me|us)\b",
+    r"\b(?:(?:i|we)(?:'d|\s+would)?\s+(?:like|want|need|wish)|(?:i'd|we'd)\s+like|help\s+(?:me|us))\s+"
+    r"(?!(?:to\s+)?(?:make\s+sure|be\s+sure|ensure)\b)",  # "I want to make sure I don't miss ..." asks for nothing
     re.IGNORECASE,
 )
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|(?<![A-Za-z])'[^']*'(?![A-Za-z])")

@@ -43,6 +43,7 @@ def test_steps_start_at_sentences_connectors_conditions_and_verbs(task: str, ste
         "list issues, PRs and commits for acme/web",  # a list of objects, not of actions
         "Thanks! Send the report to ana.",  # a courtesy is not a step
         "notify me when the build finishes",  # a condition after the action stays with it
+        "Check the public holidays in Japan. I want to make sure I don't miss any dates.",  # a remark, not a want
     ],
 )
 def test_one_step_stays_whole(task: str) -> None:
