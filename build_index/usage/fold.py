@@ -10,8 +10,12 @@ not in the query log at all.
 Evidence from the query log is counted per API key, since a key names whatever ``user_id`` it likes: a key gives at
 most ``TASKS_PER_KEY_PER_TOOL`` of a tool's past tasks, and a tool (or a pair of co-used tools) gains evidence only
 once ``KEYS_PER_EVIDENCE`` keys ran it, so one key alone, however many users it names, moves nobody's answers
-(issue 22 item 6). An execution counts only under the key that made its select. An operator's own usage file is
-the operator's word, and is counted as before.
+(issue 22 item 6). An execution counts only under the key that made its select. It is also counted over time,
+since several keys can burst together (issue 33 item 4): one clock hour gives at most ``TASKS_PER_HOUR_PER_TOOL``
+of a tool's past tasks, whatever keys and users ran in it, and a tool (or pair) learns only once its runs span
+``EVIDENCE_SPAN``, so a burst of any number of keys is one piece of evidence and not enough. An operator's own
+usage file, or a local query log the operator declares their own (``single_operator``), is the operator's word,
+and is counted as before.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,9 @@ TASKS_PER_TOOL = 64
 TASKS_PER_USER_PER_TOOL = 4  # one user cannot fill a tool's past tasks alone
 TASKS_PER_KEY_PER_TOOL = 16  # nor one key, whatever users it names: at least four keys' tasks fit
 KEYS_PER_EVIDENCE = 3  # a tool, or a pair of co-used tools, learns from the query log once this many keys ran it
+EVIDENCE_SPAN = timedelta(days=1)  # ... and once its runs are this far apart: a burst, whatever its keys, is not
+TASKS_PER_HOUR_PER_TOOL = 4  # one clock hour of the query log weighs what one user does, however many keys ran in it
+QUERY_LOG_SUFFIX = ".queries.jsonl"  # what `toolrec serve` writes beside its policy file
 MAX_PAST_TASKS = 50_000  # a bound on the build's embedding work (about 6 minutes on one core)
 # The classifier's ridge penalty, in units of the past tasks' own weight (unit rows): chosen leave-one-set-out
 # with handler/ranking/usage.py's CLASSIFIER_* constants (docs/quality.md "Learning from use").
@@ -114,9 +121,18 @@ def groups_from_benchmark(path: Path) -> UsageLog:
     return log
 
 
-def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog:
+def read_usage(source: str, now: float, dynamodb_client: Any = None, single_operator: bool = False) -> UsageLog:
     """``dynamodb:TABLE`` (a deployment's query log), a local query log (``*.queries.jsonl``, what ``toolrec
-    serve`` writes beside its policy file) or a benchmark-format JSONL file."""
+    serve`` writes beside its policy file) or a benchmark-format JSONL file. ``single_operator``: a local query log
+    read as the operator's own runs (``toolrec build --single-operator``), without the bounds on keys and bursts."""
+    if single_operator:
+        if not source.endswith(QUERY_LOG_SUFFIX) or source.startswith("dynamodb:"):
+            raise CatalogError(
+                f"--single-operator counts a local query log (*{QUERY_LOG_SUFFIX}, what `toolrec serve` writes "
+                f"beside its policy file) as your own runs; {source} is not one"
+            )
+        log = read_usage(source, now)
+        return replace(log, groups=[replace(group, key_id=None) for group in log.groups])
     if source.startswith("dynamodb:"):
         from build_index.usage.query_log import query_log_records
 
@@ -124,11 +140,24 @@ def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog
     path = Path(source)
     if not path.is_file():
         raise CatalogError(f"no usage source at {source}: give dynamodb:TABLE, a query log or a JSONL file")
-    if path.name.endswith(".queries.jsonl"):
+    if path.name.endswith(QUERY_LOG_SUFFIX):
         from handler.policy.file_store import read_query_log
 
         return groups_from_queries(read_query_log(path), now)
     return groups_from_benchmark(path)
+
+
+def unused_evidence_note(ignored: dict[str, int]) -> str | None:
+    """What a build prints when the query log's bounds held runs back (``usage.ignored``): why, and what to do."""
+    held = ignored.get("too_few_keys", 0) + ignored.get("within_a_day", 0)
+    if not held:
+        return None
+    return (
+        f"{held} run(s) not used yet: a tool learns from the query log once {KEYS_PER_EVIDENCE} API keys ran it, "
+        f"over at least {EVIDENCE_SPAN.days} day, so that one key or a burst of calls moves no one's answers "
+        '(KEYS_PER_EVIDENCE and EVIDENCE_SPAN in build_index/usage/fold.py; docs/security.md "Learning from use").'
+        " On a machine only you use, build from your own query log with --single-operator"
+    )
 
 
 def fold_usage(
@@ -231,18 +260,45 @@ def _resolve(
     return _vouched_for(groups, ignored), ignored
 
 
+@dataclass
+class _Vouchers:
+    """Who ran a tool (or a pair of tools) and when: the query log's runs are evidence once ``KEYS_PER_EVIDENCE``
+    keys ran it over at least ``EVIDENCE_SPAN``; the operator's own runs need no one to vouch for them."""
+
+    keys: set[str] = field(default_factory=set)
+    times: list[datetime] = field(default_factory=list)
+    operator: bool = False
+
+    def add(self, group: ExecutionGroup) -> None:
+        if group.key_id is None:
+            self.operator = True
+            return
+        self.keys.add(group.key_id)
+        if group.at is not None:
+            self.times.append(group.at)
+
+    def lacking(self) -> str | None:
+        """Why the query log's runs are not evidence yet (a kind of ``usage.ignored``); None when they are."""
+        if len(self.keys) < KEYS_PER_EVIDENCE:
+            return "too_few_keys"
+        if not self.times or max(self.times) - min(self.times) < EVIDENCE_SPAN:
+            return "within_a_day"  # a burst, of however many keys, is one piece of evidence
+        return None
+
+
 def _vouched_for(groups: Resolved, ignored: Counter[str]) -> Resolved:
-    """The groups without the query-log runs of tools that fewer than KEYS_PER_EVIDENCE keys ran (counted)."""
-    keys: dict[int, set[str]] = defaultdict(set)
+    """The groups without the query-log runs of tools that too few keys ran, or only within a short time (counted)."""
+    vouchers: dict[int, _Vouchers] = defaultdict(_Vouchers)
     for group, tools in groups:
-        if group.key_id is not None:
-            for tool in tools:
-                keys[tool].add(group.key_id)
+        for tool in tools:
+            vouchers[tool].add(group)
     vouched: Resolved = []
     for group, tools in groups:
-        kept = tools if group.key_id is None else tuple(t for t in tools if len(keys[t]) >= KEYS_PER_EVIDENCE)
-        if len(kept) < len(tools):
-            ignored["too_few_keys"] += len(tools) - len(kept)
+        kept = tools
+        if group.key_id is not None:
+            lacking = [(tool, vouchers[tool].lacking()) for tool in tools]
+            ignored.update(why for _, why in lacking if why is not None)
+            kept = tuple(tool for tool, why in lacking if why is None)
         if kept:
             vouched.append((group, kept))
     return vouched
@@ -250,35 +306,48 @@ def _vouched_for(groups: Resolved, ignored: Counter[str]) -> Resolved:
 
 def past_tasks_by_tool(groups: Resolved) -> dict[int, list[str]]:
     """Each tool's most recent distinct tasks (a source without times keeps its order), at most
-    ``TASKS_PER_TOOL``, of which one user gives at most ``TASKS_PER_USER_PER_TOOL`` and one key at most
-    ``TASKS_PER_KEY_PER_TOOL``."""
+    ``TASKS_PER_TOOL``, of which one user gives at most ``TASKS_PER_USER_PER_TOOL``, one key at most
+    ``TASKS_PER_KEY_PER_TOOL`` and one clock hour of the query log at most ``TASKS_PER_HOUR_PER_TOOL``."""
     newest_first = sorted(groups, key=lambda g: g[0].at or datetime.min.replace(tzinfo=UTC), reverse=True)
     chosen: dict[int, list[str]] = defaultdict(list)
-    per_user: Counter[tuple[str | None, int]] = Counter()
-    per_key: Counter[tuple[str | None, int]] = Counter()
+    taken: Counter[tuple[str, object, int]] = Counter()  # past tasks kept per (bound, its user/key/hour, tool)
     seen: set[tuple[str, int]] = set()
     kept = 0
     for group, tools in newest_first:
         text = " ".join(group.task.split())
+        bounds = _bounds(group)
         for tool in tools:
             key = (text.casefold(), tool)
             if key in seen or len(chosen[tool]) >= TASKS_PER_TOOL or kept >= MAX_PAST_TASKS:
                 continue
-            if group.user_id is not None and per_user[(group.user_id, tool)] >= TASKS_PER_USER_PER_TOOL:
-                continue
-            if group.key_id is not None and per_key[(group.key_id, tool)] >= TASKS_PER_KEY_PER_TOOL:
+            if any(taken[(kind, who, tool)] >= cap for kind, who, cap in bounds):
                 continue
             seen.add(key)
-            per_user[(group.user_id, tool)] += 1
-            per_key[(group.key_id, tool)] += 1
+            taken.update((kind, who, tool) for kind, who, _ in bounds)
             chosen[tool].append(text)
             kept += 1
     return {tool: tasks for tool, tasks in chosen.items() if tasks}
 
 
-def with_usage(built: BuiltIndex, source: str, embed: Callable[[Sequence[str]], FloatArray]) -> BuiltIndex:
+def _bounds(group: ExecutionGroup) -> list[tuple[str, object, int]]:
+    """The caps a group's past tasks count against: (kind, whose, how many per tool)."""
+    bounds: list[tuple[str, object, int]] = []
+    if group.user_id is not None:
+        bounds.append(("user", group.user_id, TASKS_PER_USER_PER_TOOL))
+    if group.key_id is not None:  # the query log: per key, and per clock hour whatever keys ran in it
+        bounds.append(("key", group.key_id, TASKS_PER_KEY_PER_TOOL))
+        if group.at is not None:
+            hour = group.at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+            bounds.append(("hour", hour, TASKS_PER_HOUR_PER_TOOL))
+    return bounds
+
+
+def with_usage(
+    built: BuiltIndex, source: str, embed: Callable[[Sequence[str]], FloatArray], single_operator: bool = False
+) -> BuiltIndex:
     """The build with the usage ``source`` holds folded in (``read_usage``: expired records are not read)."""
-    evidence = fold_usage(read_usage(source, time.time()), [t.name for t in built.tools], embed, source)
+    log = read_usage(source, time.time(), single_operator=single_operator)
+    evidence = fold_usage(log, [t.name for t in built.tools], embed, source)
     return replace(built, usage=evidence)
 
 
@@ -293,26 +362,28 @@ def published_build(location: str, model_fingerprint: str, namespace: str) -> Bu
 
 def _co_usage(groups: Resolved, tool_count: int) -> dict[str, Any]:
     """CSR over tools: each tool's companions and the share of its groups that also ran each one. Identical
-    groups count once, so a burst of the same calls is one observation; a pair that only query-log keys co-used
-    counts once KEYS_PER_EVIDENCE keys did."""
-    keys_of: dict[tuple[int, ...], set[str | None]] = defaultdict(set)
+    groups count once, so a burst of the same calls is one observation; a pair that only the query log co-used
+    counts once it is vouched for as a tool is (``_Vouchers``)."""
+    runs_of: dict[tuple[int, ...], list[ExecutionGroup]] = defaultdict(list)
     for run, tools in groups:
-        keys_of[tuple(sorted(tools))].add(run.key_id)
+        runs_of[tuple(sorted(tools))].append(run)
     together: dict[int, Counter[int]] = defaultdict(Counter)
-    vouching: dict[tuple[int, int], set[str | None]] = defaultdict(set)  # None: an operator's own group
+    vouching: dict[tuple[int, int], _Vouchers] = defaultdict(_Vouchers)
     total: Counter[int] = Counter()
-    for group, keys in keys_of.items():
+    for group, runs in runs_of.items():
         for tool in group:
             total[tool] += 1
             together[tool].update(other for other in group if other != tool)
             for other in group:
-                vouching[(tool, other)] |= keys
+                for run in runs if other != tool else ():
+                    vouching[(tool, other)].add(run)
     indptr = np.zeros(tool_count + 1, dtype=np.int64)
     companions: list[int] = []
     shares: list[float] = []
     for tool in range(tool_count):
         for other, count in sorted(together[tool].items()):
-            if None not in vouching[(tool, other)] and len(vouching[(tool, other)]) < KEYS_PER_EVIDENCE:
+            pair = vouching[(tool, other)]
+            if not pair.operator and pair.lacking() is not None:
                 continue
             companions.append(other)
             shares.append(count / total[tool])
