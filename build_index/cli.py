@@ -75,7 +75,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.single_operator and not args.usage:
         raise CatalogError("--single-operator applies to a local query log: give it with --usage FILE.queries.jsonl")
     if args.usage:
-        from build_index.usage.fold import unused_evidence_note, with_usage
+        from build_index.usage.evidence import unused_evidence_note
+        from build_index.usage.fold import with_usage
 
         def embed(texts: Sequence[str]) -> Any:
             return embed_texts(texts, embedder, not args.quiet, model_dir, default_workers(), "past tasks")

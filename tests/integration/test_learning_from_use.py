@@ -178,7 +178,7 @@ def test_a_burst_from_one_gateway_key_never_changes_another_callers_first_answer
 def _log_with_one_execution(policy_dir: Path, expires_at: int) -> Path:
     """The local file store's query log after one select and one successful execution linked to it, through each
     of three API keys on three days (the query log's evidence needs that many keys, over at least a day:
-    build_index/usage/fold.py KEYS_PER_EVIDENCE, EVIDENCE_SPAN)."""
+    build_index/usage/evidence.py KEYS_PER_EVIDENCE, EVIDENCE_SPAN)."""
     policy = policy_dir / "policy.json"
     write_document(policy, demo_policy())
     store = FilePolicyStore(policy)

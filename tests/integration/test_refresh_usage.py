@@ -31,7 +31,7 @@ def index_dir(tmp_path: Path) -> Path:
 
 def log_execution(store: FilePolicyStore, query_id: str, task: str, tool: str, expires_at: int) -> None:
     """The task run with the tool through three API keys on three days: the query log's evidence needs that many
-    keys, over at least a day (build_index/usage/fold.py KEYS_PER_EVIDENCE, EVIDENCE_SPAN), so this is three
+    keys, over at least a day (build_index/usage/evidence.py KEYS_PER_EVIDENCE, EVIDENCE_SPAN), so this is three
     execution groups."""
     for days, key in enumerate(("k1", "k2", "k3")):
         now = datetime.now(UTC) - timedelta(days=days)

@@ -11,22 +11,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from build_index.usage.fold import (
+from build_index.usage.evidence import (
     EVIDENCE_SPAN,
     KEYS_PER_EVIDENCE,
     TASKS_PER_HOUR_PER_TOOL,
     TASKS_PER_KEY_PER_TOOL,
     TASKS_PER_TOOL,
     TASKS_PER_USER_PER_TOOL,
+    past_tasks_by_tool,
+    unused_evidence_note,
+)
+from build_index.usage.fold import (
     ExecutionGroup,
     UsageLog,
     fit_classifier,
     fold_usage,
     groups_from_benchmark,
     groups_from_queries,
-    past_tasks_by_tool,
     read_usage,
-    unused_evidence_note,
 )
 from handler.errors import CatalogError
 from handler.policy.file_store import FilePolicyStore, read_query_log, write_document
