@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -263,10 +264,10 @@ def _co_usage(groups: Resolved, tool_count: int) -> dict[str, Any]:
     for group, runs in runs_of.items():
         for tool in group:
             total[tool] += 1
-            together[tool].update(other for other in group if other != tool)
-            for other in group:
-                for run in runs if other != tool else ():
-                    vouching[(tool, other)].add(run)
+            others = [other for other in group if other != tool]
+            together[tool].update(others)
+            for other, run in product(others, runs):
+                vouching[(tool, other)].add(run)
     indptr = np.zeros(tool_count + 1, dtype=np.int64)
     companions: list[int] = []
     shares: list[float] = []
