@@ -73,19 +73,25 @@ def cmd_build(args: argparse.Namespace) -> int:
             workers=default_workers(),
             namespace=namespace,
         )
+    if args.single_operator and not args.usage:
+        raise CatalogError("--single-operator applies to a local query log: give it with --usage FILE.queries.jsonl")
     if args.usage:
+        from build_index.usage.evidence import unused_evidence_note
         from build_index.usage.fold import with_usage
 
         def embed(texts: Sequence[str]) -> Any:
             return embed_texts(texts, embedder, not args.quiet, model_dir, default_workers(), "past tasks")
 
-        built = with_usage(built, args.usage, embed)
+        built = with_usage(built, args.usage, embed, args.single_operator)
         summary = built.usage[1] if built.usage else None
         assert summary is not None
         print(
             f"usage from {args.usage}: {summary.execution_groups} execution groups, {summary.distinct_tasks} distinct "
             f"tasks for {summary.tools_with_usage} tools; not used: {summary.ignored or 'none'}"
         )
+        note = unused_evidence_note(summary.ignored)
+        if note:
+            print(note)
     manifest = publish(built, args.out)
     print(f"built {manifest.tool_count} tools as {manifest.build_id} at {args.out}")
     return 0
@@ -200,6 +206,12 @@ def _add_build_command(commands: Any) -> None:
         default=None,
         help="fold past executions into the index (README 'Learning from use'): dynamodb:TABLE (a deployment's "
         "query log), a local query log (*.queries.jsonl) or a JSONL file of query + relevant tool names",
+    )
+    build.add_argument(
+        "--single-operator",
+        action="store_true",
+        help="with a local query log: count its runs as your own, as on a machine only you use (a deployment's "
+        "query log needs several API keys over time before a tool learns, so one key or a burst moves nothing)",
     )
     model_dir_option(build)
     build.set_defaults(run=cmd_build)

@@ -163,11 +163,14 @@ def cached_index(
 
 def _usage_digest(usage: UsageLog, cold_build: str) -> str:
     digest = hashlib.sha256(cold_build.encode())
+    newest = max((group.at for group in usage.groups if group.at is not None), default=None)
     for group in usage.groups:
-        # who ran it counts: the fold bounds each user's and each key's share of a tool's past tasks
-        digest.update(json.dumps([group.task, group.tools, group.user_id, group.key_id]).encode())
-    fold = Path(__file__).parents[1] / "usage" / "fold.py"
-    digest.update(fold.read_bytes())  # the folding decides what is indexed
+        # who ran it and when count: the fold bounds each user's, key's and hour's share of a tool's past tasks and
+        # asks for runs spread over time; times relative to the newest, so a replay shifted in time is the same
+        ago = None if group.at is None or newest is None else (newest - group.at).total_seconds()
+        digest.update(json.dumps([group.task, group.tools, group.user_id, group.key_id, ago]).encode())
+    for rules in ("fold.py", "evidence.py"):  # the folding decides what is indexed
+        digest.update((Path(__file__).parents[1] / "usage" / rules).read_bytes())
     return digest.hexdigest()[:16]
 
 

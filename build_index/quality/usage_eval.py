@@ -98,7 +98,7 @@ def real_traffic(
     def suggest(text: str) -> list[str]:
         return [ids[hit.index] for hit in answer(index, embedder, text, method).hits]
 
-    now = datetime.now(UTC)
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)  # the same clock hours in every run
     return groups_from_queries(traffic_records(history, suggest, now), now.timestamp())
 
 

@@ -7,11 +7,8 @@ job, or the call was wrong), and tools the select did not suggest for any task (
 way, so the task says little about them). Executions without a ``query_id`` are not linked to any task and are
 not in the query log at all.
 
-Evidence from the query log is counted per API key, since a key names whatever ``user_id`` it likes: a key gives at
-most ``TASKS_PER_KEY_PER_TOOL`` of a tool's past tasks, and a tool (or a pair of co-used tools) gains evidence only
-once ``KEYS_PER_EVIDENCE`` keys ran it, so one key alone, however many users it names, moves nobody's answers
-(issue 22 item 6). An execution counts only under the key that made its select. An operator's own usage file is
-the operator's word, and is counted as before.
+What counts as evidence, and how much of a tool's history one user, key or hour may give, is decided in
+build_index/usage/evidence.py. An operator's own usage file is the operator's word.
 """
 
 from __future__ import annotations
@@ -23,12 +20,14 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
+from itertools import product
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from build_index.usage.evidence import Vouchers, past_tasks_by_tool, vouched_for
 from handler.catalog.names import ToolNames
 from handler.errors import CatalogError
 from handler.index.format import BuiltIndex, UsageArrays, UsageSummary
@@ -38,13 +37,7 @@ from handler.policy.model import QueryRecord
 from handler.ranking.arrays import FloatArray
 from handler.ranking.dense import quantize
 
-# A tool keeps its most recent distinct past tasks: enough to cover the ways users ask for it, so that old
-# habits fade; their mean is one row per tool, so a query's cost does not grow with traffic.
-TASKS_PER_TOOL = 64
-TASKS_PER_USER_PER_TOOL = 4  # one user cannot fill a tool's past tasks alone
-TASKS_PER_KEY_PER_TOOL = 16  # nor one key, whatever users it names: at least four keys' tasks fit
-KEYS_PER_EVIDENCE = 3  # a tool, or a pair of co-used tools, learns from the query log once this many keys ran it
-MAX_PAST_TASKS = 50_000  # a bound on the build's embedding work (about 6 minutes on one core)
+QUERY_LOG_SUFFIX = ".queries.jsonl"  # what `toolrec serve` writes beside its policy file
 # The classifier's ridge penalty, in units of the past tasks' own weight (unit rows): chosen leave-one-set-out
 # with handler/ranking/usage.py's CLASSIFIER_* constants (docs/quality.md "Learning from use").
 CLASSIFIER_RIDGE = 0.1
@@ -114,9 +107,18 @@ def groups_from_benchmark(path: Path) -> UsageLog:
     return log
 
 
-def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog:
+def read_usage(source: str, now: float, dynamodb_client: Any = None, single_operator: bool = False) -> UsageLog:
     """``dynamodb:TABLE`` (a deployment's query log), a local query log (``*.queries.jsonl``, what ``toolrec
-    serve`` writes beside its policy file) or a benchmark-format JSONL file."""
+    serve`` writes beside its policy file) or a benchmark-format JSONL file. ``single_operator``: a local query log
+    read as the operator's own runs (``toolrec build --single-operator``), without the bounds on keys and bursts."""
+    if single_operator:
+        if not source.endswith(QUERY_LOG_SUFFIX) or source.startswith("dynamodb:"):
+            raise CatalogError(
+                f"--single-operator counts a local query log (*{QUERY_LOG_SUFFIX}, what `toolrec serve` writes "
+                f"beside its policy file) as your own runs; {source} is not one"
+            )
+        log = read_usage(source, now)
+        return replace(log, groups=[replace(group, key_id=None) for group in log.groups])
     if source.startswith("dynamodb:"):
         from build_index.usage.query_log import query_log_records
 
@@ -124,7 +126,7 @@ def read_usage(source: str, now: float, dynamodb_client: Any = None) -> UsageLog
     path = Path(source)
     if not path.is_file():
         raise CatalogError(f"no usage source at {source}: give dynamodb:TABLE, a query log or a JSONL file")
-    if path.name.endswith(".queries.jsonl"):
+    if path.name.endswith(QUERY_LOG_SUFFIX):
         from handler.policy.file_store import read_query_log
 
         return groups_from_queries(read_query_log(path), now)
@@ -228,57 +230,15 @@ def _resolve(
                 positions.append(position)
         if positions and group.task.strip():
             groups.append((group, tuple(positions)))
-    return _vouched_for(groups, ignored), ignored
+    return vouched_for(groups, ignored), ignored
 
 
-def _vouched_for(groups: Resolved, ignored: Counter[str]) -> Resolved:
-    """The groups without the query-log runs of tools that fewer than KEYS_PER_EVIDENCE keys ran (counted)."""
-    keys: dict[int, set[str]] = defaultdict(set)
-    for group, tools in groups:
-        if group.key_id is not None:
-            for tool in tools:
-                keys[tool].add(group.key_id)
-    vouched: Resolved = []
-    for group, tools in groups:
-        kept = tools if group.key_id is None else tuple(t for t in tools if len(keys[t]) >= KEYS_PER_EVIDENCE)
-        if len(kept) < len(tools):
-            ignored["too_few_keys"] += len(tools) - len(kept)
-        if kept:
-            vouched.append((group, kept))
-    return vouched
-
-
-def past_tasks_by_tool(groups: Resolved) -> dict[int, list[str]]:
-    """Each tool's most recent distinct tasks (a source without times keeps its order), at most
-    ``TASKS_PER_TOOL``, of which one user gives at most ``TASKS_PER_USER_PER_TOOL`` and one key at most
-    ``TASKS_PER_KEY_PER_TOOL``."""
-    newest_first = sorted(groups, key=lambda g: g[0].at or datetime.min.replace(tzinfo=UTC), reverse=True)
-    chosen: dict[int, list[str]] = defaultdict(list)
-    per_user: Counter[tuple[str | None, int]] = Counter()
-    per_key: Counter[tuple[str | None, int]] = Counter()
-    seen: set[tuple[str, int]] = set()
-    kept = 0
-    for group, tools in newest_first:
-        text = " ".join(group.task.split())
-        for tool in tools:
-            key = (text.casefold(), tool)
-            if key in seen or len(chosen[tool]) >= TASKS_PER_TOOL or kept >= MAX_PAST_TASKS:
-                continue
-            if group.user_id is not None and per_user[(group.user_id, tool)] >= TASKS_PER_USER_PER_TOOL:
-                continue
-            if group.key_id is not None and per_key[(group.key_id, tool)] >= TASKS_PER_KEY_PER_TOOL:
-                continue
-            seen.add(key)
-            per_user[(group.user_id, tool)] += 1
-            per_key[(group.key_id, tool)] += 1
-            chosen[tool].append(text)
-            kept += 1
-    return {tool: tasks for tool, tasks in chosen.items() if tasks}
-
-
-def with_usage(built: BuiltIndex, source: str, embed: Callable[[Sequence[str]], FloatArray]) -> BuiltIndex:
+def with_usage(
+    built: BuiltIndex, source: str, embed: Callable[[Sequence[str]], FloatArray], single_operator: bool = False
+) -> BuiltIndex:
     """The build with the usage ``source`` holds folded in (``read_usage``: expired records are not read)."""
-    evidence = fold_usage(read_usage(source, time.time()), [t.name for t in built.tools], embed, source)
+    log = read_usage(source, time.time(), single_operator=single_operator)
+    evidence = fold_usage(log, [t.name for t in built.tools], embed, source)
     return replace(built, usage=evidence)
 
 
@@ -293,26 +253,28 @@ def published_build(location: str, model_fingerprint: str, namespace: str) -> Bu
 
 def _co_usage(groups: Resolved, tool_count: int) -> dict[str, Any]:
     """CSR over tools: each tool's companions and the share of its groups that also ran each one. Identical
-    groups count once, so a burst of the same calls is one observation; a pair that only query-log keys co-used
-    counts once KEYS_PER_EVIDENCE keys did."""
-    keys_of: dict[tuple[int, ...], set[str | None]] = defaultdict(set)
+    groups count once, so a burst of the same calls is one observation; a pair that only the query log co-used
+    counts once it is vouched for as a tool is (``Vouchers``)."""
+    runs_of: dict[tuple[int, ...], list[ExecutionGroup]] = defaultdict(list)
     for run, tools in groups:
-        keys_of[tuple(sorted(tools))].add(run.key_id)
+        runs_of[tuple(sorted(tools))].append(run)
     together: dict[int, Counter[int]] = defaultdict(Counter)
-    vouching: dict[tuple[int, int], set[str | None]] = defaultdict(set)  # None: an operator's own group
+    vouching: dict[tuple[int, int], Vouchers] = defaultdict(Vouchers)
     total: Counter[int] = Counter()
-    for group, keys in keys_of.items():
+    for group, runs in runs_of.items():
         for tool in group:
             total[tool] += 1
-            together[tool].update(other for other in group if other != tool)
-            for other in group:
-                vouching[(tool, other)] |= keys
+            others = [other for other in group if other != tool]
+            together[tool].update(others)
+            for other, run in product(others, runs):
+                vouching[(tool, other)].add(run)
     indptr = np.zeros(tool_count + 1, dtype=np.int64)
     companions: list[int] = []
     shares: list[float] = []
     for tool in range(tool_count):
         for other, count in sorted(together[tool].items()):
-            if None not in vouching[(tool, other)] and len(vouching[(tool, other)]) < KEYS_PER_EVIDENCE:
+            pair = vouching[(tool, other)]
+            if not pair.operator and pair.lacking() is not None:
                 continue
             companions.append(other)
             shares.append(count / total[tool])

@@ -177,12 +177,13 @@ def test_a_burst_from_one_gateway_key_never_changes_another_callers_first_answer
 
 def _log_with_one_execution(policy_dir: Path, expires_at: int) -> Path:
     """The local file store's query log after one select and one successful execution linked to it, through each
-    of three API keys (the query log's evidence needs that many: build_index/usage/fold.py KEYS_PER_EVIDENCE)."""
+    of three API keys on three days (the query log's evidence needs that many keys, over at least a day:
+    build_index/usage/evidence.py KEYS_PER_EVIDENCE, EVIDENCE_SPAN)."""
     policy = policy_dir / "policy.json"
     write_document(policy, demo_policy())
     store = FilePolicyStore(policy)
-    now = datetime.now(UTC)
-    for key in ("k1", "k2", "k3"):
+    for days, key in enumerate(("k1", "k2", "k3")):
+        now = datetime.now(UTC) - timedelta(days=days)
         store.put_query(
             QueryRecord(
                 query_id=f"q-{key}",

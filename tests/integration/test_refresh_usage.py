@@ -3,7 +3,7 @@ then, keeping its tools' vectors; with a golden, the drift check runs on the new
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,10 +30,11 @@ def index_dir(tmp_path: Path) -> Path:
 
 
 def log_execution(store: FilePolicyStore, query_id: str, task: str, tool: str, expires_at: int) -> None:
-    """The task run with the tool through three API keys: the query log's evidence needs that many
-    (build_index/usage/fold.py KEYS_PER_EVIDENCE), so this is three execution groups."""
-    now = datetime.now(UTC)
-    for key in ("k1", "k2", "k3"):
+    """The task run with the tool through three API keys on three days: the query log's evidence needs that many
+    keys, over at least a day (build_index/usage/evidence.py KEYS_PER_EVIDENCE, EVIDENCE_SPAN), so this is three
+    execution groups."""
+    for days, key in enumerate(("k1", "k2", "k3")):
+        now = datetime.now(UTC) - timedelta(days=days)
         record_ = QueryRecord(
             query_id=f"{query_id}-{key}",
             user_id="ada",

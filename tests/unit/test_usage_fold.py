@@ -11,18 +11,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from build_index.usage.fold import (
+from build_index.usage.evidence import (
+    EVIDENCE_SPAN,
     KEYS_PER_EVIDENCE,
+    TASKS_PER_HOUR_PER_TOOL,
     TASKS_PER_KEY_PER_TOOL,
     TASKS_PER_TOOL,
     TASKS_PER_USER_PER_TOOL,
+    past_tasks_by_tool,
+    unused_evidence_note,
+)
+from build_index.usage.fold import (
     ExecutionGroup,
     UsageLog,
     fit_classifier,
     fold_usage,
     groups_from_benchmark,
     groups_from_queries,
-    past_tasks_by_tool,
     read_usage,
 )
 from handler.errors import CatalogError
@@ -45,7 +50,12 @@ def fake_embed(texts: Sequence[str]) -> np.ndarray:
 
 
 def record(
-    query_id: str, tasks: list[str], recommended: list[list[str]], ran: list[tuple[str, str]], key: str | None = "k1"
+    query_id: str,
+    tasks: list[str],
+    recommended: list[list[str]],
+    ran: list[tuple[str, str]],
+    key: str | None = "k1",
+    at: datetime = NOW,
 ) -> QueryRecord:
     return QueryRecord(
         query_id=query_id,
@@ -53,9 +63,9 @@ def record(
         key_id=key,
         tasks=tuple(tasks),
         recommended=tuple(tuple(r) for r in recommended),
-        created_at=NOW,
+        created_at=at,
         expires_at=int((NOW + timedelta(days=30)).timestamp()),
-        executions=tuple(ExecutionRecord(tool_name=t, user_id="ada", key_id=key, at=NOW, outcome=o) for t, o in ran),
+        executions=tuple(ExecutionRecord(tool_name=t, user_id="ada", key_id=key, at=at, outcome=o) for t, o in ran),
     )
 
 
@@ -150,10 +160,8 @@ def test_query_log_evidence_is_counted_per_key_and_needs_several_keys() -> None:
     key's runs (40 tasks, 40 users) are no evidence until KEYS_PER_EVIDENCE keys ran the tool, and then at most
     TASKS_PER_KEY_PER_TOOL of its tasks; a run linked to another key's select, or logged without a key, never."""
     assert KEYS_PER_EVIDENCE == 3
-    burst = [
-        record(f"m{i}", [f"send the notes {i}"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")], "mallory")
-        for i in range(40)
-    ]
+    slack = [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")]
+    burst = [record(f"m{i}", [f"send the notes {i}"], *slack, "mallory", NOW - timedelta(hours=i)) for i in range(40)]
     burst = [r.model_copy(update={"user_id": f"user{i}"}) for i, r in enumerate(burst)]
     unkeyed = record("old", ["tell the team"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")], key=None)
     borrowed = record("b", ["file the bug"], [["GitHub.CreateIssue"]], [("GitHub.CreateIssue", "ok")], "k1")
@@ -163,19 +171,78 @@ def test_query_log_evidence_is_counted_per_key_and_needs_several_keys() -> None:
     assert summary.tools_with_usage == 0
     assert summary.ignored == {"no_key": 1, "other_key": 1, "too_few_keys": 40}
 
-    vouched = [record(k, ["tell the team"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")], k) for k in "ab"]
+    vouched = [record(k, ["tell the team"], *slack, k, NOW - timedelta(days=3 + i)) for i, k in enumerate("ab")]
     _, summary = fold_usage(groups_from_queries([*burst, *vouched], NOW.timestamp()), NAMES, fake_embed, "test")
     assert summary.tools_with_usage == 1 and summary.past_task_rows == TASKS_PER_KEY_PER_TOOL + 1
 
 
 def test_a_pair_counts_as_co_used_once_several_keys_ran_it_together() -> None:
     both = ("Slack.SendMessage", "GitHub.CreateIssue")
-    apart = [ExecutionGroup("ping", (tool,), key_id=k) for tool in both for k in ("k1", "k2", "k3")]
-    together = [ExecutionGroup("triage", both, key_id=k) for k in ("mallory", "k1", "k2")]
+    days = [NOW - timedelta(days=d) for d in range(3)]  # the query log's evidence spans at least a day
+    apart = [ExecutionGroup("ping", (tool,), None, days[d], f"k{d + 1}") for tool in both for d in range(3)]
+    together = [ExecutionGroup("triage", both, None, days[d], k) for d, k in enumerate(("mallory", "k1", "k2"))]
     slack = NAMES.index("Slack.SendMessage")
     for groups, companions in [(apart + together[:1], 0), (apart + together[:2], 0), (apart + together, 1)]:
         arrays, _ = fold_usage(UsageLog(groups), NAMES, fake_embed, "test")
         assert int(arrays.co_indptr[slack + 1] - arrays.co_indptr[slack]) == companions, len(groups)
+
+
+def burst(keys: Sequence[str], start: datetime, tool: str = "Slack.SendMessage") -> list[QueryRecord]:
+    """Issue 33 item 4's probe, in the query log: each key asks for one task in four wordings of its own, for each
+    of four users, and runs the tool after each select; a second apart."""
+    records = []
+    for k, key in enumerate(keys):
+        for n in range(16):
+            user, wording = n // 4, f"send the standup notes to the team, wording {k * 4 + n % 4}"
+            at = start + timedelta(seconds=len(records))
+            ran = record(f"{key}-{n}", [wording], [[tool]], [(tool, "ok")], key, at)
+            execution = ran.executions[0].model_copy(update={"user_id": f"u{user}"})
+            records.append(ran.model_copy(update={"user_id": f"u{user}", "executions": (execution,)}))
+    return records
+
+
+def test_a_burst_from_several_keys_is_one_piece_of_evidence() -> None:
+    """Issue 33 item 4: three keys, 48 linked runs in under a minute. Together they are one piece of evidence: a tool
+    learns from the query log once its runs span EVIDENCE_SPAN, and one clock hour gives at most
+    TASKS_PER_HOUR_PER_TOOL of its past tasks, whatever keys ran in it."""
+    assert timedelta(days=1) == EVIDENCE_SPAN and TASKS_PER_HOUR_PER_TOOL == 4
+    probe = burst(["m1", "m2", "m3"], NOW)
+    _, summary = fold_usage(groups_from_queries(probe, NOW.timestamp()), NAMES, fake_embed, "test")
+    assert summary.tools_with_usage == 0 and summary.ignored == {"within_a_day": 48}
+    assert summary.classifier  # and so the classifier has no class for the tool either
+    note = unused_evidence_note(summary.ignored)
+    assert note is not None and "48 run(s) not used yet" in note and "--single-operator" in note
+
+    # Spread over two days, the same runs are evidence; the burst's hour still gives only TASKS_PER_HOUR_PER_TOOL
+    # of its 12 distinct wordings (the per-key and per-user bounds alone would keep 12).
+    earlier = record("e", ["tell the team the deploy is done"], [["Slack.SendMessage"]], [("Slack.SendMessage", "ok")],
+                     "k9", NOW - timedelta(days=2))  # fmt: skip
+    log = groups_from_queries([earlier, *probe], NOW.timestamp())
+    _, summary = fold_usage(log, NAMES, fake_embed, "test")
+    assert summary.tools_with_usage == 1 and summary.past_task_rows == 1 + TASKS_PER_HOUR_PER_TOOL
+    assert summary.ignored == {}
+
+
+def test_single_operator_reads_a_local_query_log_as_the_operators_own_runs(tmp_path: Path) -> None:
+    """Issue 34 item 5: on a machine only its operator uses, one key's query log teaches, burst or not; the flag is
+    refused for anything but a local query log (a deployment's DynamoDB log is many keys')."""
+    from build_index.ops.serve import demo_policy
+
+    policy = tmp_path / "policy.json"
+    write_document(policy, demo_policy())
+    store = FilePolicyStore(policy, clock=NOW.timestamp)
+    for query in burst(["me"], NOW):
+        store.put_query(query.model_copy(update={"executions": ()}))
+        store.record_execution(query.query_id, query.executions[0])
+    source = str(store.query_log_path)
+    _, summary = fold_usage(read_usage(source, NOW.timestamp()), NAMES, fake_embed, "test")
+    assert summary.tools_with_usage == 0 and summary.ignored == {"too_few_keys": 16}
+    _, summary = fold_usage(read_usage(source, NOW.timestamp(), single_operator=True), NAMES, fake_embed, "test")
+    assert summary.tools_with_usage == 1 and summary.ignored == {}
+    assert summary.past_task_rows == 4  # four wordings: the per-user bound is kept, the others are a key's
+    for other in ("dynamodb:toolrec-queries", str(tmp_path / "usage.jsonl")):
+        with pytest.raises(CatalogError, match="--single-operator counts a local query log"):
+            read_usage(other, NOW.timestamp(), single_operator=True)
 
 
 def test_unknown_tools_are_dropped_and_counted() -> None:

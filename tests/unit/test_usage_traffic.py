@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from build_index.quality.evaluate import Query
 from build_index.quality.usage_eval import KEYS, traffic_records
@@ -30,6 +30,9 @@ def test_the_traffic_repeats_requests_by_several_users_and_keys_and_leaves_some_
     never_run = sum(not r.executions for r in records) / len(records)
     assert 0.1 < never_run < 0.3 and 0.05 < outcomes["error"] / sum(outcomes.values()) < 0.15
     assert all(r.recommended[0][0] == "decoy" for r in records)  # every tool that ran was not the first suggestion
+    # Spread over three weeks, as a tenant's month of log is: the fold counts evidence over time (issue 33 item 4).
+    times = sorted(r.created_at for r in records)
+    assert times[-1] - times[0] > timedelta(days=14) and len({t.date() for t in times}) >= 20
 
 
 def test_the_fold_reads_it_as_a_query_log_with_its_bounds() -> None:
