@@ -18,6 +18,8 @@ from handler.ranking.query import Embedder, QueryText, embed_query, query_text
 from handler.ranking.retriever import Hit, Method, Ranked, RankingIndex, Recommendation
 from handler.ranking.steps import split_steps
 
+STEP_DEPTH = 10  # how deep a step's own ranking is read for the tool of the app it names
+
 
 def recommend_task(
     ranking: RankingIndex,
@@ -40,8 +42,25 @@ def recommend_task(
     assert vectors is not None  # hybrid
     whole = ranking.recommend(query.lexical, vectors, k, allowed, method, calibration)
     vector = vectors[0]  # the whole task's, before its parts
-    answers = [_step_answer(ranking, embedder, step, task, vector, context, k, allowed, calibration) for step in steps]
+    depth = max(k, STEP_DEPTH)
+    answers = [
+        _named_first(
+            ranking, step, _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration)
+        )
+        for step in steps
+    ]
     return merge_steps(task, whole, steps, answers, k)
+
+
+def _named_first(ranking: RankingIndex, step: str, answer: Recommendation) -> Recommendation:
+    """The step's tools of the apps it names first, so its best is the named app's where that app has one in the
+    answer ("post it in #eng on slack" is Slack's to do). Scores are untouched: the merge orders by them."""
+    named = ranking.named_apps.named(step)
+    if not named:
+        return answer
+    apps = ranking.named_apps.app_of_tool
+    first = tuple(h for h in answer.hits if apps[h.index] in named)
+    return replace(answer, hits=first + tuple(h for h in answer.hits if apps[h.index] not in named))
 
 
 class _Remembered:

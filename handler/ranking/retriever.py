@@ -17,6 +17,7 @@ from handler.ranking.confidence import CROWD_COSINE, SHIPPED, Calibration, Signa
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
+from handler.ranking.named_apps import NamedApps
 from handler.ranking.steps import COMMON_VERBS, catalog_verbs
 from handler.ranking.topk import top_k
 from handler.ranking.usage import (
@@ -86,6 +87,7 @@ class RankingIndex:
     coarse: CoarseSemantic | None = None  # a large build's two-stage dense scan (coarse.py); None: ``dense``
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
     _step_verbs: frozenset[str] | None = field(init=False, default=None, repr=False, compare=False)
+    _named_apps: NamedApps | None = field(init=False, default=None, repr=False, compare=False)
     _lexical: LexicalAnalysis = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +108,15 @@ class RankingIndex:
             verbs = COMMON_VERBS | catalog_verbs(self.names)
             object.__setattr__(self, "_step_verbs", verbs)
         return verbs
+
+    @property
+    def named_apps(self) -> NamedApps:
+        """The apps a step can name here (named_apps.py), read once per index on the first compound task."""
+        apps = self._named_apps
+        if apps is None:
+            apps = NamedApps.of(self.names)
+            object.__setattr__(self, "_named_apps", apps)
+        return apps
 
     def exact_match(self, query: str) -> int | None:
         return self._resolver.position(query)
