@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from handler.ranking.arrays import BoolArray, FloatArray, IndexArray, IntArray
-from handler.ranking.topk import at_least
+from handler.ranking.topk import best
 
 RANK_CONSTANT = 5
 STANDOUT_WEIGHT = 0.01  # one standard deviation is worth about a quarter of the gap between ranks 1 and 2
@@ -48,8 +48,11 @@ class Votes:
 
 
 def top_votes(scores: FloatArray, depth: int = DEPTH) -> Votes:
-    """The votes of the finite scores (-inf: not eligible), found without sorting them all (topk.at_least)."""
-    pool = at_least(scores, depth)
+    """The votes of the finite scores (-inf: not eligible), found without sorting them all (topk.best).
+
+    Only the best ``depth`` and their ties vote, and the pool keeps just those: their ranks are counted among them,
+    never among the catalog (a tool scoring higher than one of them is one of them)."""
+    pool = best(scores, depth)
     pool_scores = scores[pool]
     descending = np.sort(pool_scores)[::-1]
     ranks = np.searchsorted(-descending, -pool_scores, side="left")  # tools scoring strictly higher
@@ -129,6 +132,8 @@ def shortlist_fusion(
     lexical_weight: float,
     k: int,
     also: IndexArray | None = None,
+    *,
+    votes: tuple[Votes, Votes | None] | None = None,
 ) -> Shortlist:
     """``reciprocal_rank_fusion``'s k best without fusing every tool of a large catalog (issue #27).
 
@@ -136,11 +141,13 @@ def shortlist_fusion(
     either vote scores below each signal's least voting score: that bounds every tool off the shortlist. When the
     shortlist's k-th best is above the bound, the k best are among the shortlist; otherwise (a flat or tiny catalog)
     every allowed tool is fused. ``eligible``: the allowed tools sharing a word with the task, ascending; ``also``:
-    allowed tools to keep on the shortlist whatever their votes (a vote added after the fusion may lift them)."""
+    allowed tools to keep on the shortlist whatever their votes (a vote added after the fusion may lift them);
+    ``votes``: the lexical and, where already found, the semantic signal's ``top_votes`` (the caller's, not redone)."""
     every = allowed_count == len(allowed)
     lexical_values = lexical[eligible]
-    lexical_votes = top_votes(lexical_values)
-    semantic_votes = top_votes(semantic if every else np.where(allowed, semantic, -np.inf).astype(np.float32))
+    lexical_votes, semantic_votes = votes or (top_votes(lexical_values), None)
+    if semantic_votes is None:
+        semantic_votes = top_votes(semantic if every else np.where(allowed, semantic, -np.inf).astype(np.float32))
     kept = semantic if every else semantic[allowed]
     stats = (moments(lexical_values, allowed_count), moments(kept[kept != 0], allowed_count))
     ids = np.union1d(eligible[lexical_votes.voters], semantic_votes.voters)
