@@ -16,7 +16,7 @@ def at_least(scores: npt.NDArray[np.floating], count: int, sample: int | None = 
     """The positions, ascending, of every finite score at or above a threshold at least ``count`` finite scores
     reach (of every finite score when there are fewer, or when the sample cannot tell): so the ``count`` best, and
     every tie of the last of them, are among them. The threshold is read from an even sample of about ``sample``
-    (else ``SAMPLE``) scores, aiming at about twice ``count`` candidates; the scores are compared once and never sorted."""
+    (else ``SAMPLE``) scores, aiming at about twice ``count`` candidates; the scores are compared once, never sorted."""
     stride = len(scores) // (sample or SAMPLE)
     if stride >= 4 and 0 < count * 8 < len(scores):
         even = scores[::stride]
