@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from handler.ranking.arrays import BoolArray, FloatArray, IndexArray, IntArray
-from handler.ranking.topk import at_least
+from handler.ranking.topk import best
 
 RANK_CONSTANT = 5
 STANDOUT_WEIGHT = 0.01  # one standard deviation is worth about a quarter of the gap between ranks 1 and 2
@@ -48,8 +48,11 @@ class Votes:
 
 
 def top_votes(scores: FloatArray, depth: int = DEPTH) -> Votes:
-    """The votes of the finite scores (-inf: not eligible), found without sorting them all (topk.at_least)."""
-    pool = at_least(scores, depth)
+    """The votes of the finite scores (-inf: not eligible), found without sorting them all (topk.best).
+
+    Only the best ``depth`` and their ties vote, and the pool keeps just those: their ranks are counted among them,
+    never among the catalog (a tool scoring higher than one of them is one of them)."""
+    pool = best(scores, depth)
     pool_scores = scores[pool]
     descending = np.sort(pool_scores)[::-1]
     ranks = np.searchsorted(-descending, -pool_scores, side="left")  # tools scoring strictly higher
@@ -97,7 +100,7 @@ def evidence_weight(lexical: FloatArray, held: IntArray, terms: int) -> float:
         return 1.0
     best = int(np.argmax(lexical))
     share = int(held[best]) / min(terms, EVIDENCE_WORDS)
-    return float(np.clip(share / EVIDENCE_SHARE, MIN_LEXICAL_WEIGHT, 1.0))
+    return min(max(share / EVIDENCE_SHARE, MIN_LEXICAL_WEIGHT), 1.0)  # np.clip of one float costs a few µs
 
 
 def reciprocal_rank_fusion(
@@ -129,6 +132,8 @@ def shortlist_fusion(
     lexical_weight: float,
     k: int,
     also: IndexArray | None = None,
+    *,
+    votes: tuple[Votes, Votes | None] | None = None,
 ) -> Shortlist:
     """``reciprocal_rank_fusion``'s k best without fusing every tool of a large catalog (issue #27).
 
@@ -136,11 +141,13 @@ def shortlist_fusion(
     either vote scores below each signal's least voting score: that bounds every tool off the shortlist. When the
     shortlist's k-th best is above the bound, the k best are among the shortlist; otherwise (a flat or tiny catalog)
     every allowed tool is fused. ``eligible``: the allowed tools sharing a word with the task, ascending; ``also``:
-    allowed tools to keep on the shortlist whatever their votes (a vote added after the fusion may lift them)."""
+    allowed tools to keep on the shortlist whatever their votes (a vote added after the fusion may lift them);
+    ``votes``: the lexical and, where already found, the semantic signal's ``top_votes`` (the caller's, not redone)."""
     every = allowed_count == len(allowed)
     lexical_values = lexical[eligible]
-    lexical_votes = top_votes(lexical_values)
-    semantic_votes = top_votes(semantic if every else np.where(allowed, semantic, -np.inf).astype(np.float32))
+    lexical_votes, semantic_votes = votes or (top_votes(lexical_values), None)
+    if semantic_votes is None:
+        semantic_votes = top_votes(semantic if every else np.where(allowed, semantic, -np.inf).astype(np.float32))
     kept = semantic if every else semantic[allowed]
     stats = (moments(lexical_values, allowed_count), moments(kept[kept != 0], allowed_count))
     ids = np.union1d(eligible[lexical_votes.voters], semantic_votes.voters)
@@ -153,10 +160,10 @@ def shortlist_fusion(
             * 0.5
             * sum(_z(x, s) for x, s in zip((unvoted_lexical, semantic_votes.floor), stats, strict=True))
         )
-        votes = lexical_weight * _votes_of(ids, eligible[lexical_votes.pool], lexical_votes.votes)
-        votes = votes + _votes_of(ids, semantic_votes.pool, semantic_votes.votes)
+        voted = lexical_weight * _votes_of(ids, eligible[lexical_votes.pool], lexical_votes.votes)
+        voted = voted + _votes_of(ids, semantic_votes.pool, semantic_votes.votes)
         standout = 0.5 * (_z_of(lexical[ids], stats[0]) + _z_of(semantic[ids], stats[1]))
-        scores = (votes + STANDOUT_WEIGHT * standout).astype(np.float32)
+        scores = (voted + STANDOUT_WEIGHT * standout).astype(np.float32)
         place = min(k, len(scores))
         if place > 0 and float(np.partition(scores, len(scores) - place)[len(scores) - place]) > bound + 1e-6:
             return Shortlist(ids, scores, semantic_votes)
@@ -166,7 +173,7 @@ def shortlist_fusion(
 
 def _votes_of(ids: IndexArray, pool: IndexArray, votes: FloatArray) -> FloatArray:
     """The votes of ``ids`` (ascending) from a signal's pool (ascending) and its votes; 0 off the pool."""
-    at = np.clip(np.searchsorted(pool, ids), 0, max(len(pool) - 1, 0))
+    at = np.minimum(np.searchsorted(pool, ids), max(len(pool) - 1, 0))
     found = (pool[at] == ids) if len(pool) else np.zeros(len(ids), dtype=bool)
     return np.where(found, votes[at] if len(pool) else 0.0, 0.0).astype(np.float32)
 

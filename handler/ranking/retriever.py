@@ -197,7 +197,10 @@ class RankingIndex:
         if method is Method.DENSE:
             found = self._top(cosines, np.flatnonzero(allowed), k, exact, cosines)
         else:
-            found = self._fused(words, eligible, held, terms, cosines, query_vector, allowed, allowed_count, k, exact)
+            votes = (lexical_votes, text_votes)
+            found = self._fused(
+                words, eligible, held, terms, cosines, query_vector, allowed, allowed_count, k, exact, votes
+            )
         chosen = found.chosen
         if not chosen:
             best = None if not allowed_count else float(text_votes.pool_scores.max())
@@ -236,12 +239,14 @@ class RankingIndex:
         allowed_count: int,
         k: int,
         exact: int | None,
+        votes: tuple[Votes, Votes],
     ) -> Ranked:
         """The hybrid ranking's k best: the two signals fused, with what the tenant's agents ran before. The no match
-        and each hit's cosine stay the text's: usage reorders what the text finds, never more."""
+        and each hit's cosine stay the text's: usage reorders what the text finds, never more. ``votes``: the lexical
+        and the text's semantic signal's (fusion.top_votes), found once per query."""
         lexical_weight = evidence_weight(words[eligible], held[eligible], terms)
         if self.usage is None:
-            short = shortlist_fusion(words, eligible, cosines, allowed, allowed_count, lexical_weight, k)
+            short = shortlist_fusion(words, eligible, cosines, allowed, allowed_count, lexical_weight, k, votes=votes)
             return self._top_of(short.ids, short.scores, k, exact, cosines)
         task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
         past = self.usage.past_task_cosines(task_vector, len(cosines))
@@ -249,7 +254,9 @@ class RankingIndex:
         picked = classifier_votes(self.usage, task_vector, past, allowed)
         wanted = max(k, COMPANION_CANDIDATES)
         also = np.flatnonzero(picked)
-        short = shortlist_fusion(words, eligible, lifted, allowed, allowed_count, lexical_weight, wanted, also)
+        short = shortlist_fusion(
+            words, eligible, lifted, allowed, allowed_count, lexical_weight, wanted, also, votes=(votes[0], None)
+        )
         scores = short.scores + picked[short.ids]
         boost = companion_votes(self.usage, short.ids, scores, len(self))
         found = self._top_of(short.ids, (scores + boost).astype(np.float32), k, exact, cosines)

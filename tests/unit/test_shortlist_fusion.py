@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handler.ranking.fusion import reciprocal_rank_fusion, shortlist_fusion
+from handler.ranking.fusion import DEPTH, RANK_CONSTANT, reciprocal_rank_fusion, shortlist_fusion, top_votes
 from handler.ranking.topk import top_k
 
 
@@ -75,3 +75,39 @@ def test_a_tool_asked_for_is_on_the_shortlist_with_its_exhaustive_score() -> Non
     fused = reciprocal_rank_fusion(lexical, semantic, allowed, 1.0)
     assert weakest in found.ids.tolist() and len(found.ids) < 1_000
     np.testing.assert_array_equal(found.scores, fused[found.ids])
+
+
+def reference_votes(scores: np.ndarray, depth: int) -> np.ndarray:
+    """Each finite score's vote from its rank among all of them, by a full sort: 0 from ``depth`` on."""
+    finite = np.isfinite(scores)
+    descending = np.sort(scores[finite])[::-1]
+    ranks = np.searchsorted(-descending, -scores[finite], side="left")
+    votes = np.zeros(len(scores), dtype=np.float32)
+    votes[finite] = np.where(ranks < depth, 1.0 / (RANK_CONSTANT + 1 + ranks), 0.0)
+    return votes
+
+
+@pytest.mark.parametrize("size", [300, 5_000, 10_000, 100_000])
+@pytest.mark.parametrize("levels", [None, 30])
+def test_the_votes_of_the_best_alone_are_those_of_a_full_sort(size: int, levels: int | None) -> None:
+    rng = np.random.default_rng(size)
+    lexical, semantic = signals(rng, size, 0.3, levels)
+    for scores in (semantic, np.where(rng.random(size) < 0.5, semantic, -np.inf).astype(np.float32), lexical):
+        found = top_votes(scores)
+        votes = np.zeros(size, dtype=np.float32)
+        votes[found.pool] = found.votes
+        np.testing.assert_array_equal(votes, reference_votes(scores, DEPTH))
+        assert (found.votes > 0).all() and found.floor == scores[votes > 0].min()
+
+
+def test_votes_found_once_by_the_caller_fuse_as_votes_found_by_the_shortlist() -> None:
+    rng = np.random.default_rng(9)
+    lexical, semantic = signals(rng, 10_000, 0.05, 100)
+    allowed = rng.random(10_000) < 0.8
+    eligible = np.flatnonzero(allowed & (lexical > 0))
+    count = int(allowed.sum())
+    found = shortlist_fusion(lexical, eligible, semantic, allowed, count, 0.5, 5)
+    votes = (top_votes(lexical[eligible]), top_votes(np.where(allowed, semantic, -np.inf).astype(np.float32)))
+    given_votes = shortlist_fusion(lexical, eligible, semantic, allowed, count, 0.5, 5, votes=votes)
+    np.testing.assert_array_equal(given_votes.ids, found.ids)
+    np.testing.assert_array_equal(given_votes.scores, found.scores)
