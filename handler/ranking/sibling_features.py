@@ -34,7 +34,7 @@ _ACTION_WORDS = {
     "send": "send post reply share notify message email dm ping text publish forward invite comment tweet announce "
     "respond broadcast",
 }
-_CLASS_OF = {}
+_CLASS_OF: dict[str, str] = {}
 for _action, _spelled in _ACTION_WORDS.items():
     for _word in _spelled.split():
         _CLASS_OF.setdefault(_word, _action)
