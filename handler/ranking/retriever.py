@@ -137,11 +137,12 @@ class RankingIndex:
         allowed: BoolArray | None = None,
         method: Method = Method.HYBRID,
         calibration: Calibration | None = SHIPPED,
+        action_stage: bool = True,
     ) -> Recommendation:
         """``rank``, each hit with its calibrated probability (confidence.py), and the no match decided on the best
         cosine of every allowed tool: a property of the query and the allowed tools, never of k (PRODUCT.md §2).
-        With ``calibration`` None, no probability and no refusal."""
-        staged = self.siblings is not None and method is Method.HYBRID and calibration is not None
+        With ``calibration`` None, no probability and no refusal; with ``action_stage`` False, no sibling stage."""
+        staged = action_stage and self.siblings is not None and method is Method.HYBRID and calibration is not None
         found = self.ranked(query, query_vector, max(k, CANDIDATES) if staged else k, allowed, method)
         if staged:
             found = self._siblings_first(query, found, k)
