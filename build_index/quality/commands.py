@@ -69,6 +69,21 @@ def cmd_agent_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_siblings(args: argparse.Namespace) -> int:
+    from build_index.model_prepare import MODEL_ID
+    from build_index.quality.shared_data import shared_dir
+    from build_index.quality.siblings_fit import L2, train_siblings
+
+    head, lists = train_siblings(args.shared or shared_dir(), embedder_for(args), MODEL_ID, args.exclude, args.cap)
+    about = {"fit_on": f"{lists} sibling groups of training rows", "left_out": args.exclude, "l2": L2}
+    args.out.write_text(head.to_json(**about), encoding="utf-8")
+    print(
+        f"{args.out}: a sibling head fit on {lists} groups"
+        + (f", without {', '.join(args.exclude)}" if args.exclude else "")
+    )
+    return 0
+
+
 def add_quality_commands(commands: Any) -> None:
     """`toolrec eval`, `toolrec calibrate-score`, `toolrec agent-tasks`: measuring retrieval quality."""
     evaluation = commands.add_parser("eval", help="measure retrieval quality on a benchmark set")
@@ -131,3 +146,24 @@ def add_quality_commands(commands: Any) -> None:
     view.add_argument("out", type=Path, help="the folder to write (its name is the set's name: agent_tasks)")
     view.add_argument("--shared", type=Path, default=None, help="the shared data root (default: ../shared)")
     view.set_defaults(run=cmd_agent_tasks)
+
+    siblings = commands.add_parser(
+        "train-siblings", help="fit the head that picks the action among one app's tools (training rows only)"
+    )
+    siblings.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the weights file to write (shipped: handler/ranking/siblings_head.json)",
+    )
+    siblings.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="leave out a training set's rows (and its agent tasks), or agent_tasks (repeatable)",
+    )
+    siblings.add_argument("--cap", type=int, default=2500, help="training queries read per training set")
+    siblings.add_argument("--shared", type=Path, default=None, help="the shared data root (default: ../shared)")
+    model_dir_option(siblings)
+    siblings.set_defaults(run=cmd_train_siblings)

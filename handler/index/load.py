@@ -105,7 +105,9 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: s
     names = ToolNames(tools.keys.names, namespace)  # refuses names that fold together or are toolrec's own
     coarse = _coarse(directory, manifest, vectors, threads, misfit)
     scorer = Int8Scorer(vectors, threads) if coarse is None else coarse.exact  # exact: every row, a chunk at a time
-    ranking = RankingIndex(names, bm25, scorer, _analyzer(manifest), usage, general_lexicon(), coarse)
+    ranking = RankingIndex(
+        names, bm25, scorer, _analyzer(manifest), usage, general_lexicon(), coarse, lambda i: tools[i].input_schema
+    )
     return Index(manifest, tools, ranking, ToolTable.of(tools, names))
 
 

@@ -40,7 +40,7 @@ def recommend_task(
     embedder = _Remembered(embedder)
     query, vectors = _formed(ranking, embedder, task, context, method)
     assert vectors is not None  # hybrid
-    whole = ranking.recommend(query.lexical, vectors, k, allowed, method, calibration)
+    whole = ranking.recommend(query.lexical, vectors, k, allowed, method, calibration, not context)
     vector = vectors[0]  # the whole task's, before its parts
     depth = max(k, STEP_DEPTH)
     answers = [
@@ -127,7 +127,7 @@ def _step_answer(
     query = query_text(step, around, ranking.with_meanings)
     blended = embedder.embed(query.semantic) + whole
     vector = (blended / np.linalg.norm(blended)).astype(np.float32)
-    return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration)
+    return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration, not context)
 
 
 def _order_of(hit: Hit) -> float:
@@ -146,9 +146,11 @@ def recommend(
     method: Method = Method.HYBRID,
     calibration: Calibration | None = SHIPPED,
 ) -> Recommendation:
-    """Up to ``k`` allowed tools for one step, best first, or none when nothing allowed matches it."""
+    """Up to ``k`` allowed tools for one step, best first, or none when nothing allowed matches it. With a context,
+    the ranking's order of one app's siblings stands: the sibling stage (siblings.py) was fit and measured on tasks
+    alone, and a context naming the sibling it wants ("we talk on WhatsApp") moves it up through the words only."""
     query, vectors = _formed(ranking, embedder, task, context, method)
-    return ranking.recommend(query.lexical, vectors, k, allowed, method, calibration)
+    return ranking.recommend(query.lexical, vectors, k, allowed, method, calibration, not context)
 
 
 def ranked(ranking: RankingIndex, embedder: Embedder, task: str, context: str | None, k: int) -> Ranked:

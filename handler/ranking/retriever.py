@@ -18,6 +18,7 @@ from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
 from handler.ranking.named_apps import NamedApps
+from handler.ranking.siblings import CANDIDATES, SHIPPED_HEAD, Schemas, SiblingHead, sibling_order
 from handler.ranking.steps import COMMON_VERBS, catalog_verbs
 from handler.ranking.topk import top_k
 from handler.ranking.usage import (
@@ -85,6 +86,8 @@ class RankingIndex:
     usage: UsageEvidence | None = None  # what the tenant's agents ran before (ranking/usage.py); None: text alone
     lexicon: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # abbreviations (ranking/abbreviations.py)
     coarse: CoarseSemantic | None = None  # a large build's two-stage dense scan (coarse.py); None: ``dense``
+    schemas: Schemas | None = None  # each tool's input schema, whose parameter names tell siblings apart (siblings.py)
+    siblings: SiblingHead | None = SHIPPED_HEAD  # the action among siblings (siblings.py); None: the ranking's order
     _resolver: ToolNames = field(init=False, repr=False, compare=False)
     _step_verbs: frozenset[str] | None = field(init=False, default=None, repr=False, compare=False)
     _named_apps: NamedApps | None = field(init=False, default=None, repr=False, compare=False)
@@ -145,11 +148,15 @@ class RankingIndex:
         allowed: BoolArray | None = None,
         method: Method = Method.HYBRID,
         calibration: Calibration | None = SHIPPED,
+        action_stage: bool = True,
     ) -> Recommendation:
         """``rank``, each hit with its calibrated probability (confidence.py), and the no match decided on the best
         cosine of every allowed tool: a property of the query and the allowed tools, never of k (PRODUCT.md §2).
-        With ``calibration`` None, no probability and no refusal."""
-        found = self.ranked(query, query_vector, k, allowed, method)
+        With ``calibration`` None, no probability and no refusal; with ``action_stage`` False, no sibling stage."""
+        staged = action_stage and self.siblings is not None and method is Method.HYBRID and calibration is not None
+        found = self.ranked(query, query_vector, max(k, CANDIDATES) if staged else k, allowed, method)
+        if staged:
+            found = self._siblings_first(query, found, k)
         scores, cosines = found.scores, found.cosines
         if cosines is None or found.evidence is None or calibration is None:
             plain = zip(found.chosen, scores.tolist(), strict=True)
@@ -157,9 +164,20 @@ class RankingIndex:
             return Recommendation(tuple(hits), found.best, usage=found.usage)
         if found.best is not None and calibration.refuses(found.best) and not found.named:  # a named tool: never
             return Recommendation((), found.best)
+        # Each place keeps the probability the ranking's order gives it (the sibling stage reorders only the tools).
         probability = calibration.probabilities(found.evidence).tolist()
         rows = zip(found.chosen, scores.tolist(), probability, strict=True)
         return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best, usage=found.usage)
+
+    def _siblings_first(self, query: str, found: Ranked, k: int) -> Ranked:
+        """The k best with the first tool's siblings reordered by the action the task asks (siblings.py); each
+        place keeps its evidence row, so the score read of it is the place's. A task naming a tool: as ranked."""
+        head, chosen, evidence = self.siblings, found.chosen, found.evidence
+        if head is None or evidence is None or len(chosen) < 2 or self.exact_match(query) is not None:
+            return replace(found, chosen=chosen[:k], scores=found.scores[:k], evidence=_first(evidence, k))
+        order = sibling_order(head, query, self.names, self.schemas, chosen, evidence)
+        moved = [chosen[p] for p in order][:k]
+        return replace(found, chosen=moved, scores=found.scores[order][:k], evidence=evidence[:k])
 
     def ranked(
         self,
@@ -305,6 +323,10 @@ class RankingIndex:
         for other in cosines[1:]:
             best = np.maximum(best, other)
         return best
+
+
+def _first(evidence: npt.NDArray[np.float64] | None, k: int) -> npt.NDArray[np.float64] | None:
+    return None if evidence is None else evidence[:k]
 
 
 def _moved(

@@ -2,8 +2,8 @@
 
 The aims are top-1 >= 80 % and top-5 >= 97 % of the possible tasks (no match applied, at the default top_k) and
 no match on >= 80 % of the impossible ones. Top-5 is held at its aim; top-1 and the impossible tasks are held at
-a little under what the shipped ranking reaches (90 of 112 and 6 of 20 on 2026-12-01, docs/quality.md), so a
-change that loses tasks fails here while the impossible tasks' aim is still open.
+a little under what the shipped ranking reaches (97 of 112 and 6 of 20 on 2026-12-04 with the sibling stage, 91
+without it; docs/quality.md), so a change that loses tasks fails here while the impossible tasks' aim is still open.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tests.support.serving import (
 TASKS = Path(__file__).with_name("demo_tasks.jsonl")
 README_TASK = "open a GitHub issue for the flaky test"
 TOP5_FLOOR = 0.97
-TOP1_FLOOR = 0.78
+TOP1_FLOOR = 0.85
 IMPOSSIBLE_REFUSED_FLOOR = 0.25
 
 
