@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from handler.ranking.named_apps import NamedApps, app_key
 
-NAMES = ["Slack.SendMessage", "GoogleCalendar.CreateEvent", "ZohoBooksApi.CreateInvoice", "X.PostTweet", "Box.UploadFile"]
+NAMES = [
+    "Slack.SendMessage",
+    "GoogleCalendar.CreateEvent",
+    "ZohoBooksApi.CreateInvoice",
+    "X.PostTweet",
+    "Box.UploadFile",
+]
 
 
 def test_an_app_is_named_by_its_words_joined_or_apart() -> None:
