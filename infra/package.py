@@ -66,7 +66,7 @@ PRUNED = ("numpy/*/tests", "numpy/tests", "onnxruntime/transformers", "onnxrunti
 # build_index and nothing else of it (not its copy of the model, the demo, benchmarks, evaluation or training).
 REFRESH_MODULES = ("__init__", "build", "model_prepare", "publish", "drift",
                    "ingest/__init__", "ingest/catalog_files", "ingest/mcp_tools", "ingest/upstream_headers",
-                   "usage/__init__", "usage/fold", "usage/query_log",
+                   "usage/__init__", "usage/evidence", "usage/fold", "usage/query_log",
                    "refresh/__init__", "refresh/run", "refresh/lambda_entry")  # fmt: skip
 MAX_UNZIPPED_BYTES = 250 * 1024 * 1024
 LAMBDA_TASK_ROOT = "/var/task"

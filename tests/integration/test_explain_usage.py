@@ -3,7 +3,7 @@ moved says by how much, as the query log taught it; the same request on the buil
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,15 @@ RAN = ("Slack.SendMessage", "Jira.TransitionIssue")  # run together for the task
 
 
 def query_log(directory: Path) -> Path:
-    """The local query log after one select and both tools run for it, through each of three API keys (the evidence
-    the query log needs: build_index/usage/fold.py KEYS_PER_EVIDENCE)."""
+    """The local query log after one select and both tools run for it, through each of three API keys on three days
+    (the evidence the query log needs: build_index/usage/evidence.py, three keys over at least a day)."""
     policy = directory / "policy.json"
     write_document(policy, demo_policy())
     store = FilePolicyStore(policy)
-    now = datetime.now(UTC)
-    for key in ("k1", "k2", "k3"):
+    for day, key in enumerate(("k1", "k2", "k3")):
+        now = datetime.now(UTC) - timedelta(days=2 - day)
         created = QueryRecord(query_id=f"q-{key}", user_id="ada", key_id=key, tasks=(TASK,), recommended=(RAN,),
-                              created_at=now, expires_at=int(now.timestamp()) + 3600)  # fmt: skip
+                              created_at=now, expires_at=int(datetime.now(UTC).timestamp()) + 3600)  # fmt: skip
         store.put_query(created)
         for tool in RAN:
             run = ExecutionRecord(tool_name=tool, user_id="ada", key_id=key, at=now, outcome="ok")
