@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from handler.ranking.confidence import FEATURES as EVIDENCE_FEATURES
 from handler.ranking.text import split_identifier, words
 
 Rows = npt.NDArray[np.float64]
@@ -52,14 +53,11 @@ _FILTER_WORDS = frozenset(
 _GENERIC_PARAMS = frozenset("id ids type mode name data body value values string object".split())
 
 TASK_SHAPES = ("question", *ACTIONS)
+# The ranking's evidence the stage reads (columns of confidence.FEATURES, looked up by name).
+FROM_EVIDENCE = ("cosine", "below_best_cosine", "words_held", "lexical_place", "semantic_place", "place", "fused_share")
+EVIDENCE_COLUMNS = tuple(EVIDENCE_FEATURES.index(name) for name in FROM_EVIDENCE)
 BASE = (
-    "cosine",
-    "below_best_cosine",
-    "words_held",
-    "lexical_place",
-    "semantic_place",
-    "place",
-    "fused_share",
+    *FROM_EVIDENCE,
     "same_app_as_first",
     "app_siblings",
     "verb_in_task",
@@ -74,8 +72,6 @@ BASE = (
     "required",
 )
 FEATURES = BASE + tuple(f"{shape}_x_{action}" for shape in TASK_SHAPES for action in ACTIONS)
-# The ranking's evidence columns (confidence.FEATURES) the stage reads, in BASE's first seven.
-EVIDENCE_COLUMNS = (0, 1, 2, 3, 4, 5, 6)
 
 
 def app_of(name: str) -> str:
@@ -117,7 +113,7 @@ def candidate_rows(
     apps = [app_of(n) for n in names]
     count = len(names)
     rows = np.zeros((count, len(FEATURES)), dtype=np.float64)
-    rows[:, :7] = evidence[:, EVIDENCE_COLUMNS]
+    rows[:, : len(FROM_EVIDENCE)] = evidence[:, EVIDENCE_COLUMNS]
     for i, name in enumerate(names):
         verb, action = name_action(name)
         identity = bool(_IDENTITY.search(name.rsplit(".", 1)[-1]))
