@@ -3,7 +3,9 @@
 A step that names an app wants that app's tool, and another app's tool on the same object is the wrong one ("record
 the call in hubspot" is not another CRM's call logger; issue 31). An app is named when its name's words, joined and
 lowercase (an "Api" or "Toolkit" suffix aside), are one to three consecutive words of the step; a name of fewer than
-four letters ("X", "Box") is never read as named, since it is as likely a plain word.
+four letters ("X", "Box") is never read as named, since it is as likely a plain word, and neither is a word of an
+address (a URL, a domain, an email: "crawl docs.stripe.com" acts on Stripe's site, not in Stripe) unless the
+address is the app's name ("customer.io").
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from dataclasses import dataclass
 
 from handler.ranking.text import split_identifier
 
+NAMED_DEPTH = 10  # how deep the ranking is read for the tools of the app a task names
 MIN_KEY_CHARS = 4
 MAX_KEY_WORDS = 3
 _SUFFIXES = ("api", "toolkit")
 _TOKEN = re.compile(r"[a-z0-9]+")
+_ADDRESS = re.compile(r"\S*(?:://|@|\w\.[a-z]{2,}\b)\S*")
 
 
 def app_key(app: str) -> str:
@@ -34,12 +38,14 @@ class NamedApps:
 
     @classmethod
     def of(cls, names: Sequence[str]) -> NamedApps:
-        apps = tuple(app_key(name.split(".", 1)[0]) if "." in name else "" for name in names)
-        return cls(apps, frozenset(key for key in apps if len(key) >= MIN_KEY_CHARS))
+        keys: dict[str, str] = {}  # each app's key, worked out once per app, not per tool (a million tools)
+        prefixes = (name.split(".", 1)[0] if "." in name else "" for name in names)
+        apps = tuple(keys.get(p) or keys.setdefault(p, app_key(p) if p else "") for p in prefixes)
+        return cls(apps, frozenset(key for key in keys.values() if len(key) >= MIN_KEY_CHARS))
 
     def named(self, text: str) -> frozenset[str]:
         """The apps the text names, by key."""
-        tokens = _TOKEN.findall(text.lower())
+        tokens = _TOKEN.findall(_ADDRESS.sub(self._app_address, text.lower()))
         found = set()
         for start in range(len(tokens)):
             joined = ""
@@ -48,3 +54,19 @@ class NamedApps:
                 if joined in self.keys:
                     found.add(joined)
         return frozenset(found)
+
+    def _app_address(self, match: re.Match[str]) -> str:
+        """An address stands for nothing, unless it is an app's own name ("customer.io")."""
+        joined = "".join(_TOKEN.findall(match.group()))
+        return f" {joined} " if joined in self.keys else " "
+
+
+def named_first(apps: NamedApps, text: str, chosen: Sequence[int]) -> list[int]:
+    """The places of ``chosen`` (best first) with the tools of the apps ``text`` names ahead of the rest, each side in
+    its order: a permutation of range(len(chosen)), the identity where the text names no app among them."""
+    named = apps.named(text)
+    order = list(range(len(chosen)))
+    if not named:
+        return order
+    own = [place for place in order if apps.app_of_tool[chosen[place]] in named]
+    return own + [place for place in order if apps.app_of_tool[chosen[place]] not in named]

@@ -18,7 +18,8 @@ from handler.ranking.query import Embedder, QueryText, embed_query, query_text
 from handler.ranking.retriever import Hit, Method, Ranked, RankingIndex, Recommendation
 from handler.ranking.steps import split_steps
 
-STEP_DEPTH = 10  # how deep a step's own ranking is read for the tool of the app it names
+STEP_DEPTH = 10  # how deep a step's own ranking is read for its best tool that no earlier step took
+NAMED_STEP_TASK_WEIGHT = 0.5  # the whole task's share in the vector of a step that names its app
 
 
 def recommend_task(
@@ -44,23 +45,9 @@ def recommend_task(
     vector = vectors[0]  # the whole task's, before its parts
     depth = max(k, STEP_DEPTH)
     answers = [
-        _named_first(
-            ranking, step, _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration)
-        )
-        for step in steps
+        _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration) for step in steps
     ]
     return merge_steps(task, whole, steps, answers, k)
-
-
-def _named_first(ranking: RankingIndex, step: str, answer: Recommendation) -> Recommendation:
-    """The step's tools of the apps it names first, so its best is the named app's where that app has one in the
-    answer ("post it in #eng on slack" is Slack's to do). Scores are untouched: the merge orders by them."""
-    named = ranking.named_apps.named(step)
-    if not named:
-        return answer
-    apps = ranking.named_apps.app_of_tool
-    first = tuple(h for h in answer.hits if apps[h.index] in named)
-    return replace(answer, hits=first + tuple(h for h in answer.hits if apps[h.index] not in named))
 
 
 class _Remembered:
@@ -122,10 +109,13 @@ def _step_answer(
 ) -> Recommendation:
     """One step ranked in its task: alone, "email it to them" has lost its app and object. Its vector is the mean
     of its own and the whole task's, and its words are followed by the task's, so the step picks the action and
-    the task keeps what it acts on (measured against the step alone: docs/quality.md)."""
-    around = f"{task}\n{context}" if context else task
+    the task keeps what it acts on (measured against the step alone: docs/quality.md). A step that names its app
+    ("then tell #incidents on slack") has its app: the other steps' words would only pull their own apps' tools, so
+    it is ranked on its own words, the task's vector at a lesser weight."""
+    named = bool(ranking.named_apps.named(step))
+    around = context if named else (f"{task}\n{context}" if context else task)
     query = query_text(step, around, ranking.with_meanings)
-    blended = embedder.embed(query.semantic) + whole
+    blended = embedder.embed(query.semantic) + (NAMED_STEP_TASK_WEIGHT if named else 1.0) * whole
     vector = (blended / np.linalg.norm(blended)).astype(np.float32)
     return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration, not context)
 

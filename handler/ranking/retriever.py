@@ -17,7 +17,7 @@ from handler.ranking.confidence import CROWD_COSINE, SHIPPED, Calibration, Signa
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
-from handler.ranking.named_apps import NamedApps
+from handler.ranking.named_apps import NAMED_DEPTH, NamedApps, named_first
 from handler.ranking.siblings import CANDIDATES, SHIPPED_HEAD, Schemas, SiblingHead, sibling_order
 from handler.ranking.steps import COMMON_VERBS, catalog_verbs
 from handler.ranking.topk import top_k
@@ -114,7 +114,7 @@ class RankingIndex:
 
     @property
     def named_apps(self) -> NamedApps:
-        """The apps a step can name here (named_apps.py), read once per index on the first compound task."""
+        """The apps a task can name here (named_apps.py), read once per index on its first select."""
         apps = self._named_apps
         if apps is None:
             apps = NamedApps.of(self.names)
@@ -153,10 +153,12 @@ class RankingIndex:
         """``rank``, each hit with its calibrated probability (confidence.py), and the no match decided on the best
         cosine of every allowed tool: a property of the query and the allowed tools, never of k (PRODUCT.md §2).
         With ``calibration`` None, no probability and no refusal; with ``action_stage`` False, no sibling stage."""
-        staged = action_stage and self.siblings is not None and method is Method.HYBRID and calibration is not None
-        found = self.ranked(query, query_vector, max(k, CANDIDATES) if staged else k, allowed, method)
+        staged = action_stage and method is Method.HYBRID and calibration is not None
+        named = staged and bool(self.named_apps.named(query.split("\n", 1)[0]))
+        depth = max(k, NAMED_DEPTH if named else CANDIDATES) if staged else k
+        found = self.ranked(query, query_vector, depth, allowed, method)
         if staged:
-            found = self._siblings_first(query, found, k)
+            found = self._staged(query, found, k)
         scores, cosines = found.scores, found.cosines
         if cosines is None or found.evidence is None or calibration is None:
             plain = zip(found.chosen, scores.tolist(), strict=True)
@@ -169,15 +171,20 @@ class RankingIndex:
         rows = zip(found.chosen, scores.tolist(), probability, strict=True)
         return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best, usage=found.usage)
 
-    def _siblings_first(self, query: str, found: Ranked, k: int) -> Ranked:
-        """The k best with the first tool's siblings reordered by the action the task asks (siblings.py); each
-        place keeps its evidence row, so the score read of it is the place's. A task naming a tool: as ranked."""
-        head, chosen, evidence = self.siblings, found.chosen, found.evidence
-        if head is None or evidence is None or len(chosen) < 2 or self.exact_match(query) is not None:
+    def _staged(self, query: str, found: Ranked, k: int) -> Ranked:
+        """The k best after the second stages: the tools of the apps the task names first (named_apps.py), then the
+        first tool's siblings reordered by the action the task asks (siblings.py). Each place keeps its evidence
+        row, so the score read of it is the place's and never rises down the list. A task naming a tool: as ranked."""
+        chosen, evidence = found.chosen, found.evidence
+        if evidence is None or len(chosen) < 2 or self.exact_match(query) is not None:
             return replace(found, chosen=chosen[:k], scores=found.scores[:k], evidence=_first(evidence, k))
-        order = sibling_order(head, query, self.names, self.schemas, chosen, evidence)
-        moved = [chosen[p] for p in order][:k]
-        return replace(found, chosen=moved, scores=found.scores[order][:k], evidence=evidence[:k])
+        order = named_first(self.named_apps, query.split("\n", 1)[0], chosen)
+        if self.siblings is not None:
+            ordered = [chosen[p] for p in order]  # the head reads each tool's own evidence row
+            moved = sibling_order(self.siblings, query, self.names, self.schemas, ordered, evidence[order])
+            order = [order[p] for p in moved]
+        kept = order[:k]
+        return replace(found, chosen=[chosen[p] for p in kept], scores=found.scores[kept], evidence=evidence[:k])
 
     def ranked(
         self,
