@@ -5,7 +5,9 @@ the call in hubspot" is not another CRM's call logger; issue 31). An app is name
 lowercase (an "Api" or "Toolkit" suffix aside), are one to three consecutive words of the step; a name of fewer than
 four letters ("X", "Box") is never read as named, since it is as likely a plain word, and neither is a word of an
 address (a URL, a domain, an email: "crawl docs.stripe.com" acts on Stripe's site, not in Stripe) unless the
-address is the app's name ("customer.io").
+address is the app's name ("customer.io"). Only a catalog of apps has apps to name: where fewer than
+``APP_CATALOG_SHARE`` of the tools are named ``App.Action``, a prefix is a topic ("math.factorial",
+"restaurant.search" beside a bare "get_restaurant"), and a task saying "restaurant" names no app.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from handler.ranking.text import split_identifier
 
 NAMED_DEPTH = 10  # how deep the ranking is read for the tools of the app a task names
+APP_CATALOG_SHARE = 0.9
 MIN_KEY_CHARS = 4
 MAX_KEY_WORDS = 3
 _SUFFIXES = ("api", "toolkit")
@@ -41,6 +44,8 @@ class NamedApps:
         keys: dict[str, str] = {}  # each app's key, worked out once per app, not per tool (a million tools)
         prefixes = (name.split(".", 1)[0] if "." in name else "" for name in names)
         apps = tuple(keys.get(p) or keys.setdefault(p, app_key(p) if p else "") for p in prefixes)
+        if sum(1 for app in apps if app) < APP_CATALOG_SHARE * len(apps):
+            return cls(apps, frozenset())
         return cls(apps, frozenset(key for key in keys.values() if len(key) >= MIN_KEY_CHARS))
 
     def named(self, text: str) -> frozenset[str]:

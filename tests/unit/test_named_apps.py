@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from handler.ranking.named_apps import NamedApps, app_key
+from handler.ranking.named_apps import NamedApps, app_key, named_first
 
 NAMES = [
     "Slack.SendMessage",
+    "Stripe.ListInvoices",
+    "Customerio.IdentifyPerson",
     "GoogleCalendar.CreateEvent",
     "ZohoBooksApi.CreateInvoice",
     "X.PostTweet",
@@ -27,5 +29,28 @@ def test_a_short_app_name_is_never_read_as_named() -> None:
     assert app_key("X") == "x" and "x" not in apps.keys
 
 
+def test_a_catalog_mostly_of_bare_functions_has_no_app_to_name() -> None:
+    topics = ["restaurant.search", "math.factorial"] + [f"get_thing_{i}" for i in range(8)]
+    assert NamedApps.of(topics).named("find a restaurant and do some math") == frozenset()
+    assert NamedApps.of(topics[:2]).named("find a restaurant") == {"restaurant"}
+
+
 def test_each_tool_knows_its_app() -> None:
     assert NamedApps.of(["Slack.SendMessage", "bare_function"]).app_of_tool == ("slack", "")
+
+
+def test_an_address_names_no_app_unless_it_is_the_apps_name() -> None:
+    apps = NamedApps.of(NAMES)
+    assert apps.named("crawl docs.stripe.com, only the /api paths") == frozenset()
+    assert apps.named("email ana@slack.com the notes") == frozenset()
+    assert apps.named("open https://slack.com/help") == frozenset()
+    assert apps.named("list the stripe invoices for ana@globex.com") == {"stripe"}
+    assert apps.named("add kim@startup.io to customer.io with plan=pro") == {"customerio"}
+
+
+def test_the_named_apps_tools_go_first_each_side_in_its_order() -> None:
+    apps = NamedApps.of(NAMES)
+    chosen = [2, 0, 5, 1]  # Customerio, Slack, GoogleCalendar, Stripe (positions in NAMES)
+    assert named_first(apps, "then tell #eng on slack", chosen) == [1, 0, 2, 3]
+    assert named_first(apps, "in stripe or on slack", chosen) == [1, 3, 0, 2]
+    assert named_first(apps, "no app here", chosen) == [0, 1, 2, 3]
