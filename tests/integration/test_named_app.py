@@ -6,7 +6,6 @@ naming no app is ranked as the words and the meaning alone decide."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
