@@ -5,7 +5,9 @@ the call in hubspot" is not another CRM's call logger; issue 31). An app is name
 lowercase (an "Api" or "Toolkit" suffix aside), are one to three consecutive words of the step; a name of fewer than
 four letters ("X", "Box") is never read as named, since it is as likely a plain word, and neither is a word of an
 address (a URL, a domain, an email: "crawl docs.stripe.com" acts on Stripe's site, not in Stripe) unless the
-address is the app's name ("customer.io"). Only a catalog of apps has apps to name: where fewer than
+address is the app's name ("customer.io"). A name must be the app's own in its catalog: where more tools of
+other apps hold its words than the app has tools ("Image" among image APIs, "Phone" beside "Mobile Phone Specs"),
+saying it names a topic, not the app. Only a catalog of apps has apps to name: where fewer than
 ``APP_CATALOG_SHARE`` of the tools are named ``App.Action``, a prefix is a topic ("math.factorial",
 "restaurant.search" beside a bare "get_restaurant"), and a task saying "restaurant" names no app.
 """
@@ -13,8 +15,9 @@ address is the app's name ("customer.io"). Only a catalog of apps has apps to na
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from handler.ranking.text import split_identifier
 
@@ -27,26 +30,50 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _ADDRESS = re.compile(r"\S*(?:://|@|\w\.[a-z]{2,}\b)\S*")
 
 
-def app_key(app: str) -> str:
+Holding = Callable[[tuple[str, ...]], int]  # how many tools of the catalog hold every one of these words
+
+
+def app_words(app: str) -> tuple[str, ...]:
+    """An app's name as words, lowercase, an "Api" or "Toolkit" suffix aside."""
     words = [w.lower() for w in split_identifier(app)]
     while len(words) > 1 and words[-1] in _SUFFIXES:
         words.pop()
-    return "".join(words)
+    return tuple(words)
+
+
+def app_key(app: str) -> str:
+    return "".join(app_words(app))
 
 
 @dataclass(frozen=True)
 class NamedApps:
     app_of_tool: tuple[str, ...]  # each tool's app key ("" for a name with no app part)
     keys: frozenset[str]
+    words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # each key's name words
+    tools: Mapping[str, int] = field(default_factory=dict)  # how many tools each app has
+    holding: Holding | None = None  # None: every key is the app's own (no catalog to ask)
+    _own: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
-    def of(cls, names: Sequence[str]) -> NamedApps:
-        keys: dict[str, str] = {}  # each app's key, worked out once per app, not per tool (a million tools)
-        prefixes = (name.split(".", 1)[0] if "." in name else "" for name in names)
-        apps = tuple(keys.get(p) or keys.setdefault(p, app_key(p) if p else "") for p in prefixes)
+    def of(cls, names: Sequence[str], holding: Holding | None = None) -> NamedApps:
+        words: dict[str, tuple[str, ...]] = {}  # by app prefix, worked out once per app, not per tool (a million)
+        prefixes = [name.split(".", 1)[0] if "." in name else "" for name in names]
+        for prefix in dict.fromkeys(prefixes):
+            words[prefix] = app_words(prefix) if prefix else ()
+        apps = tuple("".join(words[p]) for p in prefixes)
         if sum(1 for app in apps if app) < APP_CATALOG_SHARE * len(apps):
             return cls(apps, frozenset())
-        return cls(apps, frozenset(key for key in keys.values() if len(key) >= MIN_KEY_CHARS))
+        by_key = {"".join(w): w for w in words.values() if len("".join(w)) >= MIN_KEY_CHARS}
+        return cls(apps, frozenset(by_key), by_key, Counter(apps), holding)
+
+    def is_own(self, key: str) -> bool:
+        """Whether the app's name is its own here: no more tools of other apps hold its words than it has tools."""
+        own = self._own.get(key)
+        if own is None:  # once per app named, per index
+            tools = self.tools[key]
+            own = self.holding is None or self.holding(self.words[key]) - tools <= tools
+            self._own[key] = own
+        return own
 
     def named(self, text: str) -> frozenset[str]:
         """The apps the text names, by key."""
@@ -58,7 +85,7 @@ class NamedApps:
                 joined += token
                 if joined in self.keys:
                     found.add(joined)
-        return frozenset(found)
+        return frozenset(key for key in found if self.is_own(key))
 
     def _app_address(self, match: re.Match[str]) -> str:
         """An address stands for nothing, unless it is an app's own name ("customer.io")."""

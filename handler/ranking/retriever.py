@@ -117,9 +117,14 @@ class RankingIndex:
         """The apps a task can name here (named_apps.py), read once per index on its first select."""
         apps = self._named_apps
         if apps is None:
-            apps = NamedApps.of(self.names)
+            apps = NamedApps.of(self.names, self._holding)
             object.__setattr__(self, "_named_apps", apps)
         return apps
+
+    def _holding(self, words: tuple[str, ...]) -> int:
+        """How many tools' words (their name and first line) hold every one of ``words``."""
+        terms = {term for word in words for term in self.analyzer(word)}
+        return int(np.count_nonzero(self.bm25.terms_held(terms) >= len(terms))) if terms else 0
 
     def exact_match(self, query: str) -> int | None:
         return self._resolver.position(query)

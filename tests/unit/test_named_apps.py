@@ -35,6 +35,19 @@ def test_a_catalog_mostly_of_bare_functions_has_no_app_to_name() -> None:
     assert NamedApps.of(topics[:2]).named("find a restaurant") == {"restaurant"}
 
 
+def test_a_name_other_apps_tools_hold_more_often_than_its_own_is_a_topic() -> None:
+    names = ["Image.Blur", "Image.Crop", "PhotoTools.ResizeImage", "Thumbs.ImageThumbnail", "Cdn.UploadImage"]
+    words = {"Image.Blur": "image blur", "Image.Crop": "image crop", "PhotoTools.ResizeImage": "photo tools resize image",
+             "Thumbs.ImageThumbnail": "thumbs image thumbnail", "Cdn.UploadImage": "cdn upload image"}  # fmt: skip
+
+    def holding(wanted: tuple[str, ...]) -> int:
+        return sum(1 for text in words.values() if all(w in text.split() for w in wanted))
+
+    apps = NamedApps.of(names, holding)
+    assert apps.named("blur the image") == frozenset()  # three other apps' tools say "image", it has two
+    assert apps.named("resize it with photo tools") == {"phototools"}
+
+
 def test_each_tool_knows_its_app() -> None:
     assert NamedApps.of(["Slack.SendMessage", "bare_function"]).app_of_tool == ("slack", "")
 
