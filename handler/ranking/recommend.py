@@ -8,6 +8,7 @@ the same ranking through ``ranked``, so what is measured and fit is what an agen
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -31,21 +32,22 @@ def recommend_task(
     method: Method = Method.HYBRID,
     calibration: Calibration | None = SHIPPED,
 ) -> Recommendation:
-    """``recommend`` for a task of one step. For a compound task, each step ranked in the task (``_step_answer``) and
-    their answers merged (``merge_steps``), each hit with the step it serves (PRODUCT.md §2). A task of n steps costs
-    n embeddings and n rankings, no more than its steps sent as one-action tasks: the task's meaning is the sum of
-    its steps', not embedded again, and it has no ranking of its own (its tools come from its steps')."""
+    """``recommend`` for a task of one step. For a compound task, that answer with each step's own best tool
+    brought in (``merge_steps``), each hit with the step it serves (PRODUCT.md §2). A task of n steps costs n + 1
+    rankings and as many embeddings: a step that is also one of the task's parts (query.py) is embedded once."""
     steps = split_steps(task, ranking.step_verbs) if method is Method.HYBRID else (task,)
     if len(steps) == 1:
         return recommend(ranking, embedder, task, context, k, allowed, method, calibration)
     embedder = _Remembered(embedder)
-    summed = np.sum([embedder.embed(query_text(step, None, ranking.with_meanings).semantic) for step in steps], axis=0)
-    whole = (summed / np.linalg.norm(summed)).astype(np.float32)
+    query, vectors = _formed(ranking, embedder, task, context, method)
+    assert vectors is not None  # hybrid
+    whole = ranking.recommend(query.lexical, vectors, k, allowed, method, calibration, not context)
+    vector = vectors[0]  # the whole task's, before its parts
     depth = max(k, STEP_DEPTH)
     answers = [
-        _step_answer(ranking, embedder, step, task, whole, context, depth, allowed, calibration) for step in steps
+        _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration) for step in steps
     ]
-    return merge_steps(steps, answers, k)
+    return merge_steps(task, whole, steps, answers, k)
 
 
 class _Remembered:
@@ -69,29 +71,29 @@ class _Remembered:
         return self._vectors[text]
 
 
-def merge_steps(steps: Sequence[str], answers: Sequence[Recommendation], k: int) -> Recommendation:
+def merge_steps(
+    task: str, whole: Recommendation, steps: Sequence[str], answers: Sequence[Recommendation], k: int
+) -> Recommendation:
     """Up to k tools for a compound task: each step's best that no earlier step took (so with k at least the
-    number of steps, every step has its own tool), then the steps' other tools; best first by score, each tool once,
-    with the step it scores best for. No match where no step has a tool. Measured against the whole task's own
-    ranking filling the places after the steps' bests, which found less and cost one more ranking and embedding:
-    docs/quality.md."""
-    best_of: dict[int, tuple[Hit, str]] = {}
+    number of steps, every step has its own tool), then the whole task's own ranking; best first by score, each
+    tool once. A tool's step is the one it scores best for, or the whole task where no step's answer holds it.
+    Measured against ranking the steps alone, which loses more than it finds: docs/quality.md."""
+    best_of: dict[int, tuple[Hit, str]] = {hit.index: (hit, task) for hit in whole.hits}
     for step, answer in zip(steps, answers, strict=True):
         for hit in answer.hits:
             held = best_of.get(hit.index)
-            if held is None or _order_of(hit) > _order_of(held[0]):
+            if held is None or held[1] == task or _order_of(hit) > _order_of(held[0]):
                 best_of[hit.index] = (hit, step)
     chosen: list[int] = []
     for answer in answers:  # two steps are two actions: a step's best is its best tool no earlier step took
         own = next((hit.index for hit in answer.hits if hit.index not in chosen), None)
         if own is not None:
             chosen.append(own)
-    others = sorted(best_of, key=lambda index: -_order_of(best_of[index][0]))
-    selected = list(dict.fromkeys(chosen + others))[:k]
-    kept = sorted((best_of[i] for i in selected), key=lambda pair: -_order_of(pair[0]))
-    best = max((a.best_cosine for a in answers if a.best_cosine is not None), default=None)
-    usage = {i: move for a in answers for i, move in a.usage.items()}
-    return Recommendation(tuple(h for h, _ in kept), best, tuple(s for _, s in kept), usage)
+    chosen = list(dict.fromkeys(chosen + [hit.index for hit in whole.hits]))[:k]
+    merged = sorted((best_of[i] for i in chosen), key=lambda pair: -_order_of(pair[0]))
+    if not merged:
+        return whole  # the whole task and every step: no match
+    return replace(whole, hits=tuple(h for h, _ in merged), steps=tuple(s for _, s in merged))
 
 
 def _step_answer(

@@ -77,17 +77,17 @@ def _answer(*hits: tuple[int, float]) -> Recommendation:
 
 
 def test_each_step_has_its_own_tool_within_k_and_scores_never_rise() -> None:
-    first, second = _answer((1, 0.95), (2, 0.5), (3, 0.45)), _answer((1, 0.4), (9, 0.3))
-    merged = merge_steps(("a", "b"), (first, second), 3)
-    assert [h.index for h in merged.hits] == [1, 2, 9]  # 9: the second step's best no earlier step took, before 3
+    whole = _answer((1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6))
+    first, second = _answer((1, 0.95), (2, 0.5)), _answer((1, 0.4), (9, 0.3))
+    merged = merge_steps("a and b", whole, ("a", "b"), (first, second), 3)
+    assert [h.index for h in merged.hits] == [1, 2, 9]  # 9: the second step's best no earlier step took
     assert merged.steps == ("a", "a", "b")  # a tool's step is the one it scores best for
     assert [h.probability for h in merged.hits] == sorted((h.probability for h in merged.hits), reverse=True)
-    assert [h.index for h in merge_steps(("a", "b"), (first, second), 2).hits] == [1, 9]
 
 
-def test_the_places_after_the_steps_bests_go_to_their_other_tools_and_all_refused_is_no_match() -> None:
-    merged = merge_steps(("a", "b"), (_answer((8, 0.7), (5, 0.2)), _answer((6, 0.5), (7, 0.4))), 5)
-    assert dict(zip((h.index for h in merged.hits), merged.steps, strict=True)) == {8: "a", 6: "b", 7: "b", 5: "a"}
-    assert [h.index for h in merged.hits] == [8, 6, 7, 5]
-    refused = merge_steps(("a", "b"), (_answer(), _answer()), 5)
-    assert refused.no_match and refused.steps == () and refused.best_cosine == 0.5
+def test_a_tool_no_step_found_serves_the_whole_task_and_all_refused_is_no_match() -> None:
+    whole = _answer((7, 0.6))
+    merged = merge_steps("a and b", whole, ("a", "b"), (_answer((8, 0.7)), _answer()), 5)
+    assert dict(zip((h.index for h in merged.hits), merged.steps, strict=True)) == {8: "a", 7: "a and b"}
+    refused = merge_steps("a and b", _answer(), ("a", "b"), (_answer(), _answer()), 5)
+    assert refused.no_match and refused.steps == ()
