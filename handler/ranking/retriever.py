@@ -183,13 +183,17 @@ class RankingIndex:
         chosen, evidence = found.chosen, found.evidence
         if evidence is None or len(chosen) < 2 or self.exact_match(query) is not None:
             return replace(found, chosen=chosen[:k], scores=found.scores[:k], evidence=_first(evidence, k))
-        order = named_first(self.named_apps, query.split("\n", 1)[0], chosen)
+        order = self.named_first(query, chosen)
         if self.siblings is not None:
             ordered = [chosen[p] for p in order]  # the head reads each tool's own evidence row
             moved = sibling_order(self.siblings, query, self.names, self.schemas, ordered, evidence[order])
             order = [order[p] for p in moved]
         kept = order[:k]
         return replace(found, chosen=[chosen[p] for p in kept], scores=found.scores[kept], evidence=evidence[:k])
+
+    def named_first(self, query: str, chosen: Sequence[int]) -> list[int]:
+        """The places of ``chosen`` with the tools of the apps the query's first line (its task) names first."""
+        return named_first(self.named_apps, query.split("\n", 1)[0], chosen)
 
     def ranked(
         self,
