@@ -21,7 +21,6 @@ import numpy.typing as npt
 from build_index.quality.agent_tasks import ARCADE_SOURCE, held_out, read_agent_tasks, write_bench_view
 from build_index.quality.evaluate import benchmark_queries, benchmark_tools, cached_index
 from build_index.quality.training_split import TRAINING_SETS, unseen_by_model
-from handler.ranking.named_apps import NAMED_DEPTH
 from handler.ranking.query import Embedder, embed_query, query_text
 from handler.ranking.sibling_features import candidate_rows
 from handler.ranking.siblings import CANDIDATES, SAME_APP, SiblingHead, parameters_of
@@ -55,26 +54,23 @@ def training_rows(shared_root: Path, exclude: Sequence[str], cap: int) -> Iterat
 
 
 def sibling_lists(folder: Path, rows: Rows, embedder: Embedder, model_id: str) -> Lists:
-    """Each query's group (its first tool and that tool's siblings among the leading candidates, after the tools of
-    the apps it names are put first, as select ranks them) as features and labels, where the group holds a right
-    and a wrong tool."""
+    """Each query's group (its first tool and that tool's siblings among the leading candidates) as features and
+    labels, where the group holds a right and a wrong tool."""
     ids, _ = benchmark_tools(folder)
     index = cached_index(folder, embedder, model_id)
     ranking, tools = index.ranking, index.tools
     lists: Lists = []
     for text, groups in rows:
         query = query_text(text, None, ranking.with_meanings)
-        found = ranking.ranked(query.lexical, embed_query(embedder, query), NAMED_DEPTH)
+        found = ranking.ranked(query.lexical, embed_query(embedder, query), CANDIDATES)
         if len(found.chosen) < 2 or found.evidence is None:
             continue
-        order = ranking.named_first(query.lexical, found.chosen)[:CANDIDATES]
-        chosen = [found.chosen[p] for p in order]
-        names = [ranking.names[i] for i in chosen]
-        params = [parameters_of(tools[i].input_schema) for i in chosen]
-        rows_x = candidate_rows(text, names, [p for p, _ in params], [r for _, r in params], found.evidence[order])
+        names = [ranking.names[i] for i in found.chosen]
+        params = [parameters_of(tools[i].input_schema) for i in found.chosen]
+        rows_x = candidate_rows(text, names, [p for p, _ in params], [r for _, r in params], found.evidence)
         group = [0] + [p for p in range(1, len(names)) if rows_x[p, SAME_APP] > 0]
         right = {tool for g in groups for tool in g}
-        labels = np.array([ids[chosen[p]] in right for p in group], dtype=np.float64)
+        labels = np.array([ids[found.chosen[p]] in right for p in group], dtype=np.float64)
         if len(group) > 1 and 0 < labels.sum() < len(labels):
             lists.append((rows_x[group], labels))
     return lists
