@@ -122,6 +122,11 @@ class SuggestionWhy(BaseModel):
     step: str | Absent = Field(
         default=None, exclude_if=_absent, description="the part of a compound task it serves; absent for one step"
     )
+    app_named: str | Absent = Field(
+        default=None,
+        exclude_if=_absent,
+        description="its app, which the task (or its step) names: put ahead of other apps' tools; absent: not named",
+    )
 
     @classmethod
     def of(cls, why: Why) -> SuggestionWhy:
@@ -140,6 +145,7 @@ class SuggestionWhy(BaseModel):
                 companions=usage.companions or None,
             ),
             step=why.step,
+            app_named=why.app_named,
         )
 
 

@@ -34,6 +34,7 @@ class Why:
     named: bool  # the task is the tool's name: ranked first, never refused
     usage: UsageMove | None = None  # what the tenant's past use did to it; None: nothing
     step: str | None = None  # the part of a compound task it serves (select fills it); None: a one-step task
+    app_named: str | None = None  # its app, where the task (or its step) names it: put ahead of other apps' tools
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ def explain_hits(
     named = ranking.exact_match(query)
     shares = [ranking.bm25.term_scores(weights, hit.index) for hit in hits]
     spoken = _words_of(ranking, query, {term for held in shares for term in held})
+    apps = ranking.named_apps
+    said = apps.named((step or task).split("\n", 1)[0])  # what the named-app stage read (retriever.named_first)
     whys = []
     for hit, held in zip(hits, shares, strict=True):
         words: dict[str, float] = {}
@@ -69,7 +72,8 @@ def explain_hits(
             word = spoken.get(term, term)
             words[word] = words.get(word, 0.0) + share
         ordered = tuple(WordWeight(w, s) for w, s in sorted(words.items(), key=lambda item: -item[1]))
-        whys.append(Why(ordered, hit.semantic, hit.index == named, usage.get(hit.index), step))
+        app = ranking.names[hit.index].split(".", 1)[0] if apps.app_of_tool[hit.index] in said else None
+        whys.append(Why(ordered, hit.semantic, hit.index == named, usage.get(hit.index), step, app))
     return tuple(whys)
 
 

@@ -34,8 +34,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) -
         yield base
 
 
-def suggestions(base_url: str, task: str, top_k: int = 5) -> list[dict[str, Any]]:
-    request = {"tasks": [task], "user_id": "demo-user", "top_k": top_k}
+def suggestions(base_url: str, task: str, top_k: int = 5, explain: bool = False) -> list[dict[str, Any]]:
+    request = {"tasks": [task], "user_id": "demo-user", "top_k": top_k, "explain": explain}
     response = httpx.post(f"{base_url}/v1/tools/select", json=request, headers={"Authorization": f"Bearer {API_KEY}"})
     assert response.status_code == 200, response.text
     found: list[dict[str, Any]] = response.json()["results"][0]["suggestions"]
@@ -51,3 +51,13 @@ def test_the_named_app_leads(base_url: str, named: str, unnamed: str, app: str, 
     assert scores == sorted(scores, reverse=True), found
     plain = suggestions(base_url, unnamed, top_k)
     assert plain[0]["tool_name"].startswith(other), plain  # the name is what decides
+
+
+def test_why_says_the_task_named_the_app(base_url: str) -> None:
+    named = suggestions(base_url, "log a call with acme in hubspot", explain=True)
+    apps = {s["tool_name"].split(".")[0] for s in named if s["why"].get("app_named") == "HubSpot"}
+    assert apps == {"HubSpot"} and named[0]["why"]["app_named"] == "HubSpot", named
+    others = [s for s in named if not s["tool_name"].startswith("HubSpot.")]
+    assert all("app_named" not in s["why"] for s in others), others
+    plain = suggestions(base_url, "log a call with acme", explain=True)
+    assert all("app_named" not in s["why"] for s in plain), plain
