@@ -45,9 +45,21 @@ def recommend_task(
     vector = vectors[0]  # the whole task's, before its parts
     depth = max(k, STEP_DEPTH)
     answers = [
-        _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration) for step in steps
+        _named_first(
+            ranking, step, _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration)
+        )
+        for step in steps
     ]
     return merge_steps(task, whole, steps, answers, k)
+
+
+def _named_first(ranking: RankingIndex, step: str, answer: Recommendation) -> Recommendation:
+    """The step's tools of the apps it names first, so its best is the named app's where that app has one in the
+    answer ("post it in #eng on slack" is Slack's to do). Each keeps its own score, not its place's as a one-step
+    task's (retriever.RankingIndex.recommend): the merge orders the steps' tools by score, and a place's score would
+    lift the named tool over the other steps' (toolbench_stb lost 13 first tools of split tasks to it)."""
+    order = ranking.named_first(step, [hit.index for hit in answer.hits])
+    return replace(answer, hits=tuple(answer.hits[p] for p in order))
 
 
 class _Remembered:
@@ -117,7 +129,7 @@ def _step_answer(
     query = query_text(step, around, ranking.with_meanings)
     blended = embedder.embed(query.semantic) + (NAMED_STEP_TASK_WEIGHT if named else 1.0) * whole
     vector = (blended / np.linalg.norm(blended)).astype(np.float32)
-    return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration, not context)
+    return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration, not context, False)
 
 
 def _order_of(hit: Hit) -> float:

@@ -154,16 +154,18 @@ class RankingIndex:
         method: Method = Method.HYBRID,
         calibration: Calibration | None = SHIPPED,
         action_stage: bool = True,
+        named_stage: bool = True,
     ) -> Recommendation:
         """``rank``, each hit with its calibrated probability (confidence.py), and the no match decided on the best
         cosine of every allowed tool: a property of the query and the allowed tools, never of k (PRODUCT.md §2).
-        With ``calibration`` None, no probability and no refusal; with ``action_stage`` False, no sibling stage."""
+        With ``calibration`` None, no probability and no refusal; with ``action_stage`` False, neither second stage;
+        with ``named_stage`` False, the apps the task names move nothing (a step of a compound task: recommend.py)."""
         staged = action_stage and method is Method.HYBRID and calibration is not None
-        named = staged and bool(self.named_apps.named(query.split("\n", 1)[0]))
+        named = staged and named_stage and bool(self.named_apps.named(query.split("\n", 1)[0]))
         depth = max(k, NAMED_DEPTH if named else CANDIDATES) if staged else k
         found = self.ranked(query, query_vector, depth, allowed, method)
         if staged:
-            found = self._staged(query, found, k)
+            found = self._staged(query, found, k, named)
         scores, cosines = found.scores, found.cosines
         if cosines is None or found.evidence is None or calibration is None:
             plain = zip(found.chosen, scores.tolist(), strict=True)
@@ -176,14 +178,14 @@ class RankingIndex:
         rows = zip(found.chosen, scores.tolist(), probability, strict=True)
         return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best, usage=found.usage)
 
-    def _staged(self, query: str, found: Ranked, k: int) -> Ranked:
+    def _staged(self, query: str, found: Ranked, k: int, named: bool) -> Ranked:
         """The k best after the second stages: the tools of the apps the task names first (named_apps.py), then the
         first tool's siblings reordered by the action the task asks (siblings.py). Each place keeps its evidence
         row, so the score read of it is the place's and never rises down the list. A task naming a tool: as ranked."""
         chosen, evidence = found.chosen, found.evidence
         if evidence is None or len(chosen) < 2 or self.exact_match(query) is not None:
             return replace(found, chosen=chosen[:k], scores=found.scores[:k], evidence=_first(evidence, k))
-        order = self.named_first(query, chosen)
+        order = self.named_first(query, chosen) if named else list(range(len(chosen)))
         if self.siblings is not None:
             ordered = [chosen[p] for p in order]  # the head reads each tool's own evidence row
             moved = sibling_order(self.siblings, query, self.names, self.schemas, ordered, evidence[order])
