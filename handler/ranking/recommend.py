@@ -19,7 +19,6 @@ from handler.ranking.retriever import Hit, Method, Ranked, RankingIndex, Recomme
 from handler.ranking.steps import split_steps
 
 STEP_DEPTH = 10  # how deep a step's own ranking is read for its best tool that no earlier step took
-NAMED_STEP_TASK_WEIGHT = 0.5  # the whole task's share in the vector of a step that names its app
 
 
 def recommend_task(
@@ -123,11 +122,11 @@ def _step_answer(
     of its own and the whole task's, and its words are followed by the task's, so the step picks the action and
     the task keeps what it acts on (measured against the step alone: docs/quality.md). A step that names its app
     ("then tell #incidents on slack") has its app: the other steps' words would only pull their own apps' tools, so
-    it is ranked on its own words, the task's vector at a lesser weight."""
+    its words are its own."""
     named = bool(ranking.named_apps.named(step))
     around = context if named else (f"{task}\n{context}" if context else task)
     query = query_text(step, around, ranking.with_meanings)
-    blended = embedder.embed(query.semantic) + (NAMED_STEP_TASK_WEIGHT if named else 1.0) * whole
+    blended = embedder.embed(query.semantic) + whole
     vector = (blended / np.linalg.norm(blended)).astype(np.float32)
     return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration, not context, False)
 
