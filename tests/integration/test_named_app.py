@@ -34,8 +34,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxEmbedder) -
         yield base
 
 
-def suggestions(base_url: str, task: str, top_k: int = 5, explain: bool = False) -> list[dict[str, Any]]:
-    request = {"tasks": [task], "user_id": "demo-user", "top_k": top_k, "explain": explain}
+def suggestions(base_url: str, task: str, top_k: int = 5, explain: bool = False, **extra: str) -> list[dict[str, Any]]:
+    request = {"tasks": [task], "user_id": "demo-user", "top_k": top_k, "explain": explain, **extra}
     response = httpx.post(f"{base_url}/v1/tools/select", json=request, headers={"Authorization": f"Bearer {API_KEY}"})
     assert response.status_code == 200, response.text
     found: list[dict[str, Any]] = response.json()["results"][0]["suggestions"]
@@ -61,3 +61,6 @@ def test_why_says_the_task_named_the_app(base_url: str) -> None:
     assert all("app_named" not in s["why"] for s in others), others
     plain = suggestions(base_url, "log a call with acme", explain=True)
     assert all("app_named" not in s["why"] for s in plain), plain
+    # With a context the ranking's order stands (the stages were fit on tasks alone), and why does not claim it.
+    held = suggestions(base_url, "log a call with acme in hubspot", explain=True, context="we use hubspot for sales")
+    assert all("app_named" not in s["why"] for s in held), held
