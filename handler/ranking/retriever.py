@@ -181,7 +181,8 @@ class RankingIndex:
     def _staged(self, query: str, found: Ranked, k: int, named: bool) -> Ranked:
         """The k best after the second stages: the tools of the apps the task names first (named_apps.py), then the
         first tool's siblings reordered by the action the task asks (siblings.py). Each place keeps its evidence
-        row, so the score read of it is the place's and never rises down the list. A task naming a tool: as ranked."""
+        row and its ranking score, so the scores read of it are the place's and never rise down the list. A task
+        naming a tool: as ranked."""
         chosen, evidence = found.chosen, found.evidence
         if evidence is None or len(chosen) < 2 or self.exact_match(query) is not None:
             return replace(found, chosen=chosen[:k], scores=found.scores[:k], evidence=_first(evidence, k))
@@ -191,7 +192,7 @@ class RankingIndex:
             moved = sibling_order(self.siblings, query, self.names, self.schemas, ordered, evidence[order])
             order = [order[p] for p in moved]
         kept = order[:k]
-        return replace(found, chosen=[chosen[p] for p in kept], scores=found.scores[kept], evidence=evidence[:k])
+        return replace(found, chosen=[chosen[p] for p in kept], scores=found.scores[:k], evidence=evidence[:k])
 
     def named_first(self, query: str, chosen: Sequence[int]) -> list[int]:
         """The places of ``chosen`` with the tools of the apps the query's first line (its task) names first."""
