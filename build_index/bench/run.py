@@ -120,6 +120,7 @@ def embedded(index_dir: Path) -> Iterator[Any]:
 def in_process(app: Any, queries: Sequence[str]) -> Figures:
     from build_index.ops.serve import DEMO_USER
     from handler.policy.model import Principal
+    from handler.ranking.query import embed_query, query_text
     from handler.services.access import Caller
     from handler.services.container import Services
 
@@ -132,9 +133,14 @@ def in_process(app: Any, queries: Sequence[str]) -> Figures:
     def select(task: str) -> object:
         return services.finder.select(caller(), [task], None, 5)
 
+    def embed(task: str) -> object:  # the embedding a one-step select makes of its task (its parts included)
+        ranking = services.holder.current().ranking
+        return embed_query(services.finder.embedder, query_text(task, None, ranking.with_meanings))
+
     return {
         "select": timed(select, queries),
         "select_action": timed(select, action_tasks(queries)),
+        "embed_action": timed(embed, action_tasks(queries)),
         "bm25": timed(lambda q: services.finder.search(caller(), q, 5), queries),
     }
 

@@ -55,6 +55,8 @@ def test_bench_json_runs_to_its_report(shared_dir: Path, tmp_path: Path) -> None
     assert figures["queries"] == 30 and figures["queries_skipped_over_task_limit"] == 0
     row = figures["sizes"]["200"]
     assert row["http"]["select"]["p50_ms"] > 0 and row["in_process"]["select_action"]["p50_ms"] > 0
+    # The one-action tasks' own embedding, same run: what select spends beyond it is the ranking's (issue 35).
+    assert 0 < row["in_process"]["embed_action"]["p50_ms"] < row["in_process"]["select_action"]["p50_ms"]
     assert row["cold_start_local"]["runs"] == 3
 
 
