@@ -43,6 +43,8 @@ def index_text(name: str, description: str) -> str:
 def normalize(text: str) -> str:
     """Unicode-normalize and strip control characters, so odd input never reaches a model or a tokenizer raw."""
     folded = unicodedata.normalize("NFKC", text)
+    if folded.isprintable():  # nearly every text: no character to look at one by one
+        return folded
     return "".join(ch if ch.isprintable() else " " for ch in folded)
 
 
