@@ -64,8 +64,8 @@ def explain_hits(
     shares = [ranking.bm25.term_scores(weights, hit.index) for hit in hits]
     spoken = _words_of(ranking, query, {term for held in shares for term in held})
     apps = ranking.named_apps
-    # What the named-app stage read (retriever.named_first): a step's words, or a one-step task's without a context
-    # (with one, the ranking's order stands: retriever.RankingIndex.recommend's action_stage).
+    # What the named-app stage read (RankingIndex.recommend, recommend._step_answer): a step's words, or a one-step
+    # task's without a context (with one, the ranking's order stands: RankingIndex.recommend's action_stage).
     said = apps.named((step or task).split("\n", 1)[0]) if step or not context else frozenset()
     whys = []
     for hit, held in zip(hits, shares, strict=True):

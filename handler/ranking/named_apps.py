@@ -93,10 +93,10 @@ class NamedApps:
         return f" {joined} " if joined in self.keys else " "
 
 
-def named_first(apps: NamedApps, text: str, chosen: Sequence[int]) -> list[int]:
-    """The places of ``chosen`` (best first) with the tools of the apps ``text`` names ahead of the rest, each side in
-    its order: a permutation of range(len(chosen)), the identity where the text names no app among them."""
-    named = apps.named(text)
+def named_first(apps: NamedApps, named: frozenset[str], chosen: Sequence[int]) -> list[int]:
+    """The places of ``chosen`` (best first) with the tools of the ``named`` apps (keys, as ``NamedApps.named`` read
+    them) ahead of the rest, each side in its order: a permutation of range(len(chosen)), the identity where none
+    is named."""
     order = list(range(len(chosen)))
     if not named:
         return order

@@ -14,6 +14,7 @@ import numpy as np
 
 from handler.ranking.arrays import BoolArray, FloatArray
 from handler.ranking.confidence import SHIPPED, Calibration
+from handler.ranking.named_apps import named_first
 from handler.ranking.query import Embedder, QueryText, embed_query, query_text
 from handler.ranking.retriever import Hit, Method, Ranked, RankingIndex, Recommendation
 from handler.ranking.steps import split_steps
@@ -44,21 +45,9 @@ def recommend_task(
     vector = vectors[0]  # the whole task's, before its parts
     depth = max(k, STEP_DEPTH)
     answers = [
-        _named_first(
-            ranking, step, _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration)
-        )
-        for step in steps
+        _step_answer(ranking, embedder, step, task, vector, context, depth, allowed, calibration) for step in steps
     ]
     return merge_steps(task, whole, steps, answers, k)
-
-
-def _named_first(ranking: RankingIndex, step: str, answer: Recommendation) -> Recommendation:
-    """The step's tools of the apps it names first, so its best is the named app's where that app has one in the
-    answer ("post it in #eng on slack" is Slack's to do). Each keeps its own score, not its place's as a one-step
-    task's (retriever.RankingIndex.recommend): the merge orders the steps' tools by score, and a place's score would
-    lift the named tool over the other steps' (toolbench_stb lost 13 first tools of split tasks to it)."""
-    order = ranking.named_first(step, [hit.index for hit in answer.hits])
-    return replace(answer, hits=tuple(answer.hits[p] for p in order))
 
 
 class _Remembered:
@@ -122,13 +111,18 @@ def _step_answer(
     of its own and the whole task's, and its words are followed by the task's, so the step picks the action and
     the task keeps what it acts on (measured against the step alone: docs/quality.md). A step that names its app
     ("then tell #incidents on slack") has its app: the other steps' words would only pull their own apps' tools, so
-    its words are its own."""
-    named = bool(ranking.named_apps.named(step))
+    its words are its own, and that app's tools come first in its answer, so its best is the named app's where the
+    answer holds one. Each keeps its own score, not its place's as a one-step task's (retriever.py): the merge
+    orders the steps' tools by score, and a place's score would lift the named tool over the other steps'
+    (toolbench_stb lost 13 first tools of split tasks to it)."""
+    named = ranking.named_apps.named(step)
     around = context if named else (f"{task}\n{context}" if context else task)
     query = query_text(step, around, ranking.with_meanings)
     blended = embedder.embed(query.semantic) + whole
     vector = (blended / np.linalg.norm(blended)).astype(np.float32)
-    return ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration, not context, False)
+    answer = ranking.recommend(query.lexical, vector, k, allowed, Method.HYBRID, calibration, not context, False)
+    order = named_first(ranking.named_apps, named, [hit.index for hit in answer.hits])
+    return replace(answer, hits=tuple(answer.hits[p] for p in order))
 
 
 def _order_of(hit: Hit) -> float:

@@ -161,7 +161,8 @@ class RankingIndex:
         With ``calibration`` None, no probability and no refusal; with ``action_stage`` False, neither second stage;
         with ``named_stage`` False, the apps the task names move nothing (a step of a compound task: recommend.py)."""
         staged = action_stage and method is Method.HYBRID and calibration is not None
-        named = staged and named_stage and bool(self.named_apps.named(query.split("\n", 1)[0]))
+        # The apps the task (the query's first line) names, read once for the depth and the stage.
+        named = self.named_apps.named(query.split("\n", 1)[0]) if staged and named_stage else frozenset()
         depth = max(k, NAMED_DEPTH if named else CANDIDATES) if staged else k
         found = self.ranked(query, query_vector, depth, allowed, method)
         if staged:
@@ -178,7 +179,7 @@ class RankingIndex:
         rows = zip(found.chosen, scores.tolist(), probability, strict=True)
         return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best, usage=found.usage)
 
-    def _staged(self, query: str, found: Ranked, k: int, named: bool) -> Ranked:
+    def _staged(self, query: str, found: Ranked, k: int, named: frozenset[str]) -> Ranked:
         """The k best after the second stages: the tools of the apps the task names first (named_apps.py), then the
         first tool's siblings reordered by the action the task asks (siblings.py). Each place keeps its evidence
         row and its ranking score, so the scores read of it are the place's and never rise down the list. A task
@@ -186,17 +187,13 @@ class RankingIndex:
         chosen, evidence = found.chosen, found.evidence
         if evidence is None or len(chosen) < 2 or self.exact_match(query) is not None:
             return replace(found, chosen=chosen[:k], scores=found.scores[:k], evidence=_first(evidence, k))
-        order = self.named_first(query, chosen) if named else list(range(len(chosen)))
+        order = named_first(self.named_apps, named, chosen)
         if self.siblings is not None:
             ordered = [chosen[p] for p in order]  # the head reads each tool's own evidence row
             moved = sibling_order(self.siblings, query, self.names, self.schemas, ordered, evidence[order])
             order = [order[p] for p in moved]
         kept = order[:k]
         return replace(found, chosen=[chosen[p] for p in kept], scores=found.scores[:k], evidence=evidence[:k])
-
-    def named_first(self, query: str, chosen: Sequence[int]) -> list[int]:
-        """The places of ``chosen`` with the tools of the apps the query's first line (its task) names first."""
-        return named_first(self.named_apps, query.split("\n", 1)[0], chosen)
 
     def ranked(
         self,

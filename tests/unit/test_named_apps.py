@@ -63,6 +63,6 @@ def test_an_address_names_no_app_unless_it_is_the_apps_name() -> None:
 def test_the_named_apps_tools_go_first_each_side_in_its_order() -> None:
     apps = NamedApps.of(NAMES)
     chosen = [2, 0, 5, 1]  # Customerio, Slack, GoogleCalendar, Stripe (positions in NAMES)
-    assert named_first(apps, "then tell #eng on slack", chosen) == [1, 0, 2, 3]
-    assert named_first(apps, "in stripe or on slack", chosen) == [1, 3, 0, 2]
-    assert named_first(apps, "no app here", chosen) == [0, 1, 2, 3]
+    assert named_first(apps, apps.named("then tell #eng on slack"), chosen) == [1, 0, 2, 3]
+    assert named_first(apps, apps.named("in stripe or on slack"), chosen) == [1, 3, 0, 2]
+    assert named_first(apps, apps.named("no app here"), chosen) == [0, 1, 2, 3]
