@@ -20,6 +20,7 @@ from handler.ranking.retriever import Hit, Method, Ranked, RankingIndex, Recomme
 from handler.ranking.steps import split_steps
 
 STEP_DEPTH = 10  # how deep a step's own ranking is read for its best tool that no earlier step took
+WHOLE_PER_ROUND = 2  # a compound answer's places after the steps' bests: the whole task's two, then each step's one
 
 
 def recommend_task(
@@ -75,8 +76,9 @@ def merge_steps(
     task: str, whole: Recommendation, steps: Sequence[str], answers: Sequence[Recommendation], k: int
 ) -> Recommendation:
     """Up to k tools for a compound task: each step's best that no earlier step took (so with k at least the
-    number of steps, every step has its own tool), then the whole task's own ranking; best first by score, each
-    tool once. A tool's step is the one it scores best for, or the whole task where no step's answer holds it.
+    number of steps, every step has its own tool), then the rest in rounds (``in_rounds``): a step whose best is
+    the wrong action keeps its next tools in the answer, not only the whole task's ranking; best first by score,
+    each tool once. A tool's step is the one it scores best for, or the whole task where no step's answer holds it.
     Measured against ranking the steps alone, which loses more than it finds: docs/quality.md."""
     best_of: dict[int, tuple[Hit, str]] = {hit.index: (hit, task) for hit in whole.hits}
     for step, answer in zip(steps, answers, strict=True):
@@ -89,11 +91,26 @@ def merge_steps(
         own = next((hit.index for hit in answer.hits if hit.index not in chosen), None)
         if own is not None:
             chosen.append(own)
-    chosen = list(dict.fromkeys(chosen + [hit.index for hit in whole.hits]))[:k]
+    chosen = list(dict.fromkeys(chosen + in_rounds(whole, answers)))[:k]
     merged = sorted((best_of[i] for i in chosen), key=lambda pair: -_order_of(pair[0]))
     if not merged:
         return whole  # the whole task and every step: no match
     return replace(whole, hits=tuple(h for h, _ in merged), steps=tuple(s for _, s in merged))
+
+
+def in_rounds(whole: Recommendation, answers: Sequence[Recommendation]) -> list[int]:
+    """The tools of the whole task's ranking and of each step's, a round at a time: the whole task's next
+    ``WHOLE_PER_ROUND``, then each step's next one (a tool may repeat: the caller keeps its first place). The whole
+    task keeps the larger share: its ranking alone answers chatty multi-sentence tasks best (toolbench_stb lost a
+    point of C@10 with one place a round); chosen leave one set out, docs/quality.md "Steps"."""
+    own = [hit.index for hit in whole.hits]
+    steps = [[hit.index for hit in answer.hits] for answer in answers]
+    rounds = max([-(-len(own) // WHOLE_PER_ROUND)] + [len(step) for step in steps])
+    found: list[int] = []
+    for turn in range(rounds):
+        found += own[turn * WHOLE_PER_ROUND : (turn + 1) * WHOLE_PER_ROUND]
+        found += [step[turn] for step in steps if turn < len(step)]
+    return found
 
 
 def _step_answer(

@@ -85,6 +85,15 @@ def test_each_step_has_its_own_tool_within_k_and_scores_never_rise() -> None:
     assert [h.probability for h in merged.hits] == sorted((h.probability for h in merged.hits), reverse=True)
 
 
+def test_a_longer_answer_holds_each_steps_next_tools_not_only_the_whole_tasks() -> None:
+    whole = _answer((1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6), (5, 0.5))
+    first, second = _answer((1, 0.95), (8, 0.2)), _answer((6, 0.4), (7, 0.3))  # a step's best may be the wrong action
+    merged = merge_steps("a and b", whole, ("a", "b"), (first, second), 6)
+    assert [h.index for h in merged.hits] == [1, 2, 3, 4, 6, 8]  # 8, not the whole task's fifth: best first by score
+    assert [h.index for h in merge_steps("a and b", whole, ("a", "b"), (first, second), 3).hits] == [1, 2, 6]
+    assert {h.index for h in merge_steps("a and b", whole, ("a", "b"), (first, second), 10).hits} == set(range(1, 9))
+
+
 def test_a_tool_no_step_found_serves_the_whole_task_and_all_refused_is_no_match() -> None:
     whole = _answer((7, 0.6))
     merged = merge_steps("a and b", whole, ("a", "b"), (_answer((8, 0.7)), _answer()), 5)
