@@ -44,6 +44,13 @@ _QUESTION_STARTS = frozenset(
 )
 _SELF = frozenset("me my mine myself i i'm im am".split())
 _IDENTITY = re.compile(r"who\s*am\s*i|whoami|get\s*me\b|current\s*user|my\s*profile|get\s*self|^me$", re.IGNORECASE)
+# A task that asks who the caller is: all an identity tool answers ("which account is this token logged in as").
+_ABOUT_THE_CALLER = re.compile(
+    r"\b(?:who\s*am\s*i|whoami|am\s+i|(?:signed|logged)\s+in|authenticated|current\s+user|about\s+me|"
+    r"my\s+(?:own\s+)?(?:account|profile|user\s*name|user|identity|login|role|permissions)|"
+    r"whose\s+(?:login|account|token|key)|this\s+(?:token|api\s+key|key))\b",
+    re.IGNORECASE,
+)
 _SEARCH_PARAMS = frozenset("query q search keyword keywords term terms filter filters text".split())
 _ID_VALUE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{4,}\b")
 _FILTER_WORDS = frozenset(
@@ -90,6 +97,16 @@ def name_action(name: str) -> tuple[str, str]:
     return parts[0], _CLASS_OF.get(parts[0], "other")
 
 
+def is_identity(name: str) -> bool:
+    """Whether a tool's own name says it tells who the caller is (WhoAmI, GetMe, GetCurrentUser)."""
+    return bool(_IDENTITY.search(name.rsplit(".", 1)[-1]))
+
+
+def asks_who_the_caller_is(task: str) -> bool:
+    """Whether the task asks about the caller's own identity, not about someone or something else."""
+    return bool(_ABOUT_THE_CALLER.search(task))
+
+
 def task_shape(task: str) -> str:
     """What the task asks: a question, or the action of its first verb (after fillers and an app prefix)."""
     tokens = words(task)
@@ -116,7 +133,7 @@ def candidate_rows(
     rows[:, : len(FROM_EVIDENCE)] = evidence[:, EVIDENCE_COLUMNS]
     for i, name in enumerate(names):
         verb, action = name_action(name)
-        identity = bool(_IDENTITY.search(name.rsplit(".", 1)[-1]))
+        identity = is_identity(name)
         rows[i, 7:19] = _candidate(
             apps, i, verb, held, stems, identity, about_self, parameters[i], required[i], has_id, filtered
         )

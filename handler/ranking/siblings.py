@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from handler.ranking.sibling_features import FEATURES, candidate_rows
+from handler.ranking.sibling_features import FEATURES, asks_who_the_caller_is, candidate_rows, is_identity
 
 CANDIDATES = 5  # the leading places the stage may reorder: never past select's default top_k
 HEAD_FILE = Path(__file__).with_name("siblings_head.json")
@@ -84,7 +84,31 @@ def sibling_order(
     evidence: npt.NDArray[np.float64],
 ) -> list[int]:
     """The places of ``chosen`` (best first) in their new order: a permutation of range(len(chosen)) that moves only
-    the first tool and its same-app siblings among the first CANDIDATES; the identity where it has none."""
+    the first tool and its same-app siblings among the first CANDIDATES (the identity where it has none), then puts
+    the first tool that is not an identity tool first unless the task asks who the caller is."""
+    order = _by_head(head, task, names, schemas, chosen, evidence)
+    return _identity_not_first(task, [names[chosen[p]] for p in order[:CANDIDATES]], order)
+
+
+def _identity_not_first(task: str, leading: Sequence[str], order: list[int]) -> list[int]:
+    """An identity tool (WhoAmI) answers only who the caller is (issue 31): for any other task the first of the
+    leading tools that is not one goes before it. The head cannot learn this: no training catalog has such a tool,
+    so its identity weights are fit to zero."""
+    if not leading or not is_identity(leading[0]) or asks_who_the_caller_is(task):
+        return order
+    other = next((p for p, name in enumerate(leading) if not is_identity(name)), None)
+    return order if other is None else [order[other], *order[:other], *order[other + 1 :]]
+
+
+def _by_head(
+    head: SiblingHead,
+    task: str,
+    names: Sequence[str],
+    schemas: Schemas | None,
+    chosen: Sequence[int],
+    evidence: npt.NDArray[np.float64],
+) -> list[int]:
+    """The first tool and its same-app siblings among the first CANDIDATES, reordered by the head."""
     leading = list(chosen[:CANDIDATES])
     order = list(range(len(chosen)))
     if len(leading) < 2:

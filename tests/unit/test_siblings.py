@@ -75,7 +75,7 @@ def test_the_order_is_a_permutation_that_moves_only_the_first_and_its_siblings(n
     assert sorted(order) == list(range(len(names)))
     app = names[0].split(".")[0] + "." if names else ""
     for place, moved in enumerate(order):
-        if place != moved:  # only the first and its same-app siblings, only among the leading candidates
+        if place != moved:  # only the first and its same-app siblings among the leading ones (no identity tools)
             assert place < CANDIDATES and moved < CANDIDATES
             assert names[place].startswith(app) and names[moved].startswith(app)
 
@@ -85,6 +85,24 @@ def test_one_candidate_and_a_list_without_siblings_are_left_alone() -> None:
     assert sibling_order(LIST_FOR_QUESTIONS, "what?", ["Slack.ListChannels"], None, [0], evidence[:1]) == [0]
     names = ["Slack.SendMessage", "Github.ListPullRequests", "Stripe.ListInvoices"]
     assert sibling_order(LIST_FOR_QUESTIONS, "what is open?", names, None, [0, 1, 2], evidence) == [0, 1, 2]
+
+
+def test_an_identity_tool_leads_only_a_task_asking_who_the_caller_is() -> None:
+    evidence = np.ones((4, 13))
+    names = ["Hubspot.WhoAmI", "Zendesk.GetCurrentUser", "Hubspot.GetContactDataByKeywords", "Hubspot.GetAllUsers"]
+    order = sibling_order(
+        SiblingHead(np.zeros(len(FEATURES))),
+        "look up marco@initech.com in hubspot",
+        names,
+        None,
+        [0, 1, 2, 3],
+        evidence,
+    )
+    assert order == [2, 0, 1, 3]  # the first tool that is no identity tool goes first; the rest keep their order
+    for task in ("which hubspot account is this token logged in as?", "who am I in hubspot", "show my profile"):
+        assert sibling_order(SiblingHead(np.zeros(len(FEATURES))), task, names, None, [0, 1, 2, 3], evidence)[0] == 0
+    only = ["Slack.WhoAmI", "Github.WhoAmI"]  # nothing else to put first
+    assert sibling_order(LIST_FOR_QUESTIONS, "what's up on slack", only, None, [0, 1], evidence[:2]) == [0, 1]
 
 
 def test_a_task_naming_a_tool_keeps_it_first() -> None:
