@@ -6,7 +6,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from handler.inference.int8_scoring import MATMUL_INTEGER_MODEL, ROWS_MODEL, Int8Rows, Int8Scorer
+from handler.inference.int8_scoring import (
+    MATMUL_INTEGER_MODEL,
+    PACKED_MODEL,
+    ROWS_MODEL,
+    Int8Rows,
+    Int8Scorer,
+    _constant_b,
+)
 from handler.ranking.dense import QUERY_LEVELS, DenseMatrix, quantize
 
 
@@ -29,6 +36,21 @@ def test_embedded_graph_is_the_matmul_integer_graph() -> None:
     model.ir_version = 8
     onnx.checker.check_model(model)
     assert model.SerializeToString() == MATMUL_INTEGER_MODEL
+
+
+def test_embedded_packed_graph_is_the_matmul_integer_graph_with_b_declared_after_it() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B"], ["s"])],
+        "packed",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, [1, "d"])],
+        [helper.make_tensor_value_info("s", TensorProto.INT32, [1, "n"])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    assert model.SerializeToString() == PACKED_MODEL
+    b = onnx.TensorProto.FromString(_constant_b(384, 300_000))  # dims past one varint byte
+    assert (list(b.dims), b.data_type, b.name, b.data_location) == ([384, 300_000], TensorProto.INT8, "B", 1)
+    assert [(e.key, e.value) for e in b.external_data] == [("location", "B")]
 
 
 def test_embedded_rows_graph_is_the_signed_matmul_integer_graph() -> None:
@@ -88,3 +110,20 @@ def test_a_column_major_matrix_is_scored_without_a_copy() -> None:
     assert np.shares_memory(scorer._columns, column_major.values)
     query = unit_rows(rng, 1)[0]
     np.testing.assert_array_equal(scorer.score(query), Int8Scorer(quantized).score(query))
+
+
+def test_a_packed_matrix_scores_bit_for_bit_as_one_passed_each_query() -> None:
+    rng = np.random.default_rng(17)
+    values = np.concatenate(
+        [
+            rng.choice(np.array([-127, 127], dtype=np.int8), size=(64, 384)),
+            rng.integers(-127, 128, size=(3000, 384), dtype=np.int8),
+        ]
+    )
+    quantized = quantize(values.astype(np.float32))
+    read_only = type(quantized)(np.asfortranarray(quantized.values), quantized.scales)
+    read_only.values.setflags(write=False)  # as a memory-mapped build is
+    packed, unpacked = Int8Scorer(read_only), Int8Scorer(quantized, packed=False)
+    assert np.shares_memory(packed._columns, read_only.values)
+    for query in unit_rows(rng, 20):
+        np.testing.assert_array_equal(packed.score(query), unpacked.score(query))
