@@ -60,18 +60,19 @@ def _session(threads: int, model: bytes = MATMUL_INTEGER_MODEL) -> Any:
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-def _packed_session(columns: Int8Array, threads: int) -> Any:
-    """A session whose graph holds ``columns`` (d, n) as its constant B, read from the array without a copy."""
+def _packed_session(columns: Int8Array, threads: int) -> tuple[Any, Any]:
+    """A session whose graph holds ``columns`` (d, n) as its constant B, read from the array without a copy, and
+    the onnxruntime value wrapping the array, which the caller keeps as long as the session (as the array)."""
     import onnxruntime
 
+    b = onnxruntime.OrtValue.ortvalue_from_numpy(columns)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    options.add_external_initializers(["B"], [onnxruntime.OrtValue.ortvalue_from_numpy(columns)])
-    model = PACKED_MODEL + _field(
-        7, _field(5, _constant_b(*columns.shape))
-    )  # a second graph field merges into the first
-    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    options.add_external_initializers(["B"], [b])
+    # B's declaration in a second graph field: a protobuf parser merges it into the first.
+    model = PACKED_MODEL + _field(7, _field(5, _constant_b(*columns.shape)))
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"]), b
 
 
 def _constant_b(rows: int, columns: int) -> bytes:
@@ -119,7 +120,10 @@ class Int8Scorer:
         # so), a copy of row-major ones. The session reads it in place: it lives as long as the scorer.
         self._columns = np.ascontiguousarray(quantized.values.T)
         self._packed = packed and self._columns.shape[1] > 0
-        self._session = _packed_session(self._columns, threads) if self._packed else _session(threads)
+        if self._packed:
+            self._session, self._b = _packed_session(self._columns, threads)
+        else:
+            self._session = _session(threads)
         self._shift_correction = QUERY_SHIFT * quantized.values.sum(axis=1, dtype=np.int32)
         self._row_scales = quantized.scales.astype(np.float32)
 

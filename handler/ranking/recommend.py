@@ -102,7 +102,8 @@ def in_rounds(whole: Recommendation, answers: Sequence[Recommendation]) -> list[
     """The tools of the whole task's ranking and of each step's, a round at a time: the whole task's next
     ``WHOLE_PER_ROUND``, then each step's next one (a tool may repeat: the caller keeps its first place). The whole
     task keeps the larger share: its ranking alone answers chatty multi-sentence tasks best (toolbench_stb lost a
-    point of C@10 with one place a round); chosen leave one set out, docs/quality.md "Steps"."""
+    point of C@10 with one place a round); chosen leave one set out (docs/quality.md: a compound answer's later
+    places)."""
     own = [hit.index for hit in whole.hits]
     steps = [[hit.index for hit in answer.hits] for answer in answers]
     rounds = max([-(-len(own) // WHOLE_PER_ROUND)] + [len(step) for step in steps])
