@@ -18,6 +18,7 @@ scan, 100k: 10.6 -> 1.6 ms; the same integers). The packed copy costs as many by
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -51,12 +52,15 @@ ROWS_MODEL = base64.b64decode(
 )
 
 
-def _session(threads: int, model: bytes = MATMUL_INTEGER_MODEL) -> Any:
+def _session(threads: int, model: bytes = MATMUL_INTEGER_MODEL, external: Mapping[str, Any] | None = None) -> Any:
+    """A session of ``model``; ``external``: the bytes of its external initializers, by name."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    if external:
+        options.add_external_initializers(list(external), list(external.values()))
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
@@ -66,13 +70,9 @@ def _packed_session(columns: Int8Array, threads: int) -> tuple[Any, Any]:
     import onnxruntime
 
     b = onnxruntime.OrtValue.ortvalue_from_numpy(columns)
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_external_initializers(["B"], [b])
     # B's declaration in a second graph field: a protobuf parser merges it into the first.
     model = PACKED_MODEL + _field(7, _field(5, _constant_b(*columns.shape)))
-    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"]), b
+    return _session(threads, model, {"B": b}), b
 
 
 def _constant_b(rows: int, columns: int) -> bytes:
