@@ -69,6 +69,15 @@ def cmd_agent_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_acceptance_set(args: argparse.Namespace) -> int:
+    from build_index.quality.acceptance_sets import write_acceptance_set
+    from build_index.quality.shared_data import shared_dir
+
+    out = write_acceptance_set(args.which, args.out, args.shared or shared_dir())
+    print(f"{out}: the {args.which} acceptance tasks that have a tool, as a set (toolrec eval reads it)")
+    return 0
+
+
 def cmd_train_siblings(args: argparse.Namespace) -> int:
     from build_index.model_prepare import MODEL_ID
     from build_index.quality.shared_data import shared_dir
@@ -146,6 +155,14 @@ def add_quality_commands(commands: Any) -> None:
     view.add_argument("out", type=Path, help="the folder to write (its name is the set's name: agent_tasks)")
     view.add_argument("--shared", type=Path, default=None, help="the shared data root (default: ../shared)")
     view.set_defaults(run=cmd_agent_tasks)
+
+    acceptance = commands.add_parser(
+        "acceptance-set", help="write the demo's or Arcade's acceptance tasks as a set in the benchmark format"
+    )
+    acceptance.add_argument("which", choices=("demo", "arcade"), help="whose acceptance tasks (tests/acceptance/)")
+    acceptance.add_argument("out", type=Path, help="the folder to write (its name is the set's name)")
+    acceptance.add_argument("--shared", type=Path, default=None, help="the shared data root (default: ../shared)")
+    acceptance.set_defaults(run=cmd_acceptance_set)
 
     siblings = commands.add_parser(
         "train-siblings", help="fit the head that picks the action among one app's tools (training rows only)"
