@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from build_index.cli_options import embedder_for, model_dir_option
+from build_index.quality.acceptance_sets import SETS as ACCEPTANCE_SETS
 
 
 def _share(text: str) -> float:
@@ -159,7 +160,7 @@ def add_quality_commands(commands: Any) -> None:
     acceptance = commands.add_parser(
         "acceptance-set", help="write the demo's or Arcade's acceptance tasks as a set in the benchmark format"
     )
-    acceptance.add_argument("which", choices=("demo", "arcade"), help="whose acceptance tasks (tests/acceptance/)")
+    acceptance.add_argument("which", choices=ACCEPTANCE_SETS, help="whose acceptance tasks (tests/acceptance/)")
     acceptance.add_argument("out", type=Path, help="the folder to write (its name is the set's name)")
     acceptance.add_argument("--shared", type=Path, default=None, help="the shared data root (default: ../shared)")
     acceptance.set_defaults(run=cmd_acceptance_set)
