@@ -42,7 +42,6 @@ for _action, _spelled in _ACTION_WORDS.items():
 _QUESTION_STARTS = frozenset(
     "what which who whom whose when where how why is are was were do does did any anything".split()
 )
-_SELF = frozenset("me my mine myself i i'm im am".split())
 _IDENTITY = re.compile(r"who\s*am\s*i|whoami|get\s*me\b|current\s*user|my\s*profile|get\s*self|^me$", re.IGNORECASE)
 # A task that asks who the caller is: all an identity tool answers ("which account is this token logged in as").
 _ABOUT_THE_CALLER = re.compile(
@@ -124,7 +123,7 @@ def candidate_rows(
     held = set(tokens)
     stems = {t[:5] for t in tokens if len(t) > 3}
     shape = TASK_SHAPES.index(task_shape(task))
-    about_self = bool(held & _SELF)
+    about_self = asks_who_the_caller_is(task)
     has_id = bool(_ID_VALUE.search(task))
     filtered = bool(held & _FILTER_WORDS)
     apps = [app_of(n) for n in names]
