@@ -15,23 +15,25 @@ from handler.services.container import Services
 _bearer = HTTPBearer(auto_error=False, description="an API key: `Authorization: Bearer <key>`")
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    # async: a plain function would be run on the thread pool, a hop that costs more than this lookup (issue 35)
     found: Services = request.app.state.services
     return found
 
 
+ServicesDep = Annotated[Services, Depends(services)]
+
+
 def principal(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)], found: ServicesDep
 ) -> Principal:
     if credentials is None or not credentials.credentials.strip():
         raise UnauthorizedError("an API key is required: send `Authorization: Bearer <key>`")
     key = credentials.credentials.strip()
-    record = services(request).policy.api_key(hash_key(key))
+    record = found.policy.api_key(hash_key(key))
     if record is None or not same_hash(key, record.key_hash):
         raise UnauthorizedError("the API key is not valid")
     return Principal(key_id=record.key_id, gateway_id=record.gateway_id)
 
 
-ServicesDep = Annotated[Services, Depends(services)]
 PrincipalDep = Annotated[Principal, Depends(principal)]
