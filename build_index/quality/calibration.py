@@ -27,6 +27,7 @@ from handler.ranking.confidence import FEATURES, Calibration
 from handler.ranking.no_match import calibrate
 from handler.ranking.query import Embedder
 from handler.ranking.recommend import ranked
+from handler.ranking.retriever import score_rows
 
 K = 10  # rows per query: deeper than select's default top_k, as the score must hold at any top_k
 SHOWN = 5  # calibration is judged on what select returns by default
@@ -57,10 +58,11 @@ def set_rows(index: Index, ids: Sequence[str], embedder: Embedder, queries: Sequ
     best: list[float] = []
     for number, item in enumerate(queries):
         found = ranked(index.ranking, embedder, item.text, None, k)
-        if found.evidence is None:
+        scored = score_rows(found)
+        if scored is None:
             raise ValueError(f"{item.text!r}: no evidence (was the query embedded?)")
         needed = {tool for group in item.groups for tool in group}
-        rows.append(found.evidence)
+        rows.append(scored)
         right += [ids[i] in needed for i in found.chosen]
         query += [number] * len(found.chosen)
         place += range(len(found.chosen))

@@ -107,6 +107,15 @@ def features(signals: Signals) -> Rows:
     return np.stack(columns, axis=1)
 
 
+def with_raised_cosines(rows: Rows, lift: FloatArray) -> Rows:
+    """``rows`` with each tool's cosine raised by ``lift`` (what its past tasks added, usage.with_past_tasks), as the
+    ranking's semantic signal read it: its distance below the best cosine shrinks by as much."""
+    out = rows.copy()
+    out[:, FEATURES.index("cosine")] += lift
+    out[:, FEATURES.index("below_best_cosine")] -= lift
+    return out
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A fitted model: its weights over FEATURES, and the best cosine below which a task gets no tool."""

@@ -13,7 +13,7 @@ from handler.catalog.names import ToolNames
 from handler.ranking.arrays import BoolArray, FloatArray, IndexArray, IntArray
 from handler.ranking.bm25 import BM25Index
 from handler.ranking.coarse import CoarseSemantic
-from handler.ranking.confidence import CROWD_COSINE, SHIPPED, Calibration, Signals, features
+from handler.ranking.confidence import CROWD_COSINE, SHIPPED, Calibration, Signals, features, with_raised_cosines
 from handler.ranking.dense import DenseScorer
 from handler.ranking.fusion import Votes, evidence_weight, shortlist_fusion, top_votes
 from handler.ranking.lexical import LexicalAnalysis, LexicalQuery
@@ -165,17 +165,18 @@ class RankingIndex:
         named = self.named_apps.named(query.split("\n", 1)[0]) if staged and named_stage else frozenset()
         depth = max(k, NAMED_DEPTH if named else CANDIDATES) if staged else k
         found = self.ranked(query, query_vector, depth, allowed, method)
+        scored = score_rows(found)  # by place, as ranked: a place keeps its evidence through the second stages
         if staged:
             found = self._staged(query, found, k, named)
         scores, cosines = found.scores, found.cosines
-        if cosines is None or found.evidence is None or calibration is None:
+        if cosines is None or scored is None or calibration is None:
             plain = zip(found.chosen, scores.tolist(), strict=True)
             hits = (Hit(i, s, None if cosines is None else float(cosines[i])) for i, s in plain)
             return Recommendation(tuple(hits), found.best, usage=found.usage)
         if found.best is not None and calibration.refuses(found.best) and not found.named:  # a named tool: never
             return Recommendation((), found.best)
         # Each place keeps the probability the ranking's order gives it (the sibling stage reorders only the tools).
-        probability = calibration.probabilities(found.evidence).tolist()
+        probability = calibration.probabilities(scored[: len(found.chosen)]).tolist()
         rows = zip(found.chosen, scores.tolist(), probability, strict=True)
         return Recommendation(tuple(Hit(i, s, float(cosines[i]), p) for i, s, p in rows), found.best, usage=found.usage)
 
@@ -339,6 +340,17 @@ class RankingIndex:
         for other in cosines[1:]:
             best = np.maximum(best, other)
         return best
+
+
+def score_rows(found: Ranked) -> npt.NDArray[np.float64] | None:
+    """What the score reads of the chosen tools (confidence.FEATURES, best first): their evidence, each cosine raised
+    by what the tool's past tasks added on a warm index, as the semantic signal ranked it (issue 36 item 3: read from
+    the text alone, warm first answers were shown 0.1-0.2 less likely than they are right). The second stages and
+    the no match read the text's cosine."""
+    if found.evidence is None or not found.usage:
+        return found.evidence
+    lift = np.array([found.usage[t].past_tasks if t in found.usage else 0.0 for t in found.chosen])
+    return with_raised_cosines(found.evidence, lift)
 
 
 def _first(evidence: npt.NDArray[np.float64] | None, k: int) -> npt.NDArray[np.float64] | None:

@@ -61,6 +61,7 @@ def test_a_suggestion_usage_moved_says_how(tmp_path: Path, embedder: OnnxEmbedde
     assert not any("usage" in why for why in before.values()), before
     first, second = (after[name].get("usage", {}) for name in RAN)
     assert first.get("past_tasks", 0) > 0, after  # its past task is this very task: its similarity was raised
+    assert after[RAN[0]]["similarity"] == before[RAN[0]]["similarity"]  # the text's, though the score reads it raised
     assert second.get("companions", 0) > 0, after  # run beside the best tool for this task
     moved = {name for name, why in after.items() if "usage" in why}
     assert moved <= set(RAN), moved  # usage moves only what it learned

@@ -145,3 +145,23 @@ def test_exact_name_of_a_disallowed_tool_is_not_returned(order: list[int], metho
     hits = index.rank("Jira.CreateIssue", VECTORS[0], 3, allowed=allowed, method=method)
     assert "Jira.CreateIssue" not in [index.names[h.index] for h in hits]
     assert len(hits) == 3
+
+
+def test_the_score_reads_a_cosine_as_the_past_tasks_lifted_it_and_nothing_else() -> None:
+    """Issue 36 item 3: on a warm index the score reads each tool's cosine with what its past tasks added (the
+    semantic signal's own reading); a tool usage did not lift, and a cold ranking, read as they were."""
+    from handler.ranking.confidence import FEATURES
+    from handler.ranking.retriever import Ranked, UsageMove, score_rows
+
+    evidence = np.arange(2 * len(FEATURES), dtype=np.float64).reshape(2, len(FEATURES))
+    cold = Ranked([7, 3], np.array([0.3, 0.2], np.float32), np.zeros(8, np.float32), 0.6, False, evidence)
+    assert score_rows(cold) is evidence
+    warm = Ranked(cold.chosen, cold.scores, cold.cosines, 0.6, False, evidence, {3: UsageMove(0.125, 0.0, 0.0)})
+    rows = score_rows(warm)
+    assert rows is not None
+    cosine, below = FEATURES.index("cosine"), FEATURES.index("below_best_cosine")
+    assert rows[1, cosine] == evidence[1, cosine] + 0.125 and rows[1, below] == evidence[1, below] - 0.125
+    others = [c for c in range(len(FEATURES)) if c not in (cosine, below)]
+    np.testing.assert_array_equal(rows[:, others], evidence[:, others])
+    np.testing.assert_array_equal(rows[0], evidence[0])
+    assert warm.evidence is evidence and evidence[1, cosine] == len(FEATURES)  # the stages still read the text's
