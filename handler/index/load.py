@@ -179,7 +179,7 @@ def _coarse(
     arrays = {name: _mapped_array(directory, name) for name in COARSE_ARRAYS}
     check_coarse(misfit, arrays, manifest.model.dimensions, manifest.coarse_dimensions)
     codes, scales, projection, mean = (arrays[name] for name in COARSE_ARRAYS)
-    scan = Int8Scorer(QuantizedVectors(codes, scales), threads, packed=False)
+    scan = Int8Scorer(QuantizedVectors(codes, scales), threads)
     exact = Int8Rows(vectors, threads)  # a coarse build stores its vectors row-major: no copy
     return CoarseSemantic(projection, mean, scan, exact)
 

@@ -27,14 +27,7 @@ from handler.ranking.arrays import FloatArray, IndexArray
 from handler.ranking.dense import Int8Array, QuantizedVectors, quantize_query
 
 QUERY_SHIFT = 64
-# onnx graph `s[1, n] = MatMulInteger(A: uint8[1, d], B: int8[d, n])`, opset 13, IR 8 (111 bytes),
-# produced by onnx.helper (tests/unit/test_int8_scoring.py rebuilds it and checks these bytes).
-MATMUL_INTEGER_MODEL = base64.b64decode(
-    "CAg6ZQoYCgFBCgFCEgFzIg1NYXRNdWxJbnRlZ2VyEgZzY29yZXJaFAoBQRIPCg0IAhIJCgIIAQoDEgFkWhUKAUISEAoOCAMSCgoDEgFkCgMSAW5iFAoBcxIPCg0IBhIJCgIIAQoDEgFuQgQKABAN"
-)
-
-
-# The same product with B a constant of the graph: `s[1, n] = MatMulInteger(A: uint8[1, d], B)`, opset 13, IR 8
+# onnx graph `s[1, n] = MatMulInteger(A: uint8[1, d], B)` with B (int8[d, n]) a constant of the graph, opset 13, IR 8
 # (88 bytes), B declared by ``_constant_b`` after it (tests/unit/test_int8_scoring.py rebuilds both).
 PACKED_MODEL = base64.b64decode(
     "CAg6TgoYCgFBCgFCEgFzIg1NYXRNdWxJbnRlZ2VyEgZwYWNrZWRaFAoBQRIPCg0IAhIJCgIIAQoDEgFkYhQKAXMSDwoNCAYSCQoCCAEKAxIBbkIECgAQDQ=="
@@ -46,13 +39,13 @@ _EXTERNAL = 1  # onnx TensorProto.EXTERNAL: the bytes come from the session's op
 # `s[m, 1] = MatMulInteger(A: int8[m, d], B: int8[d, 1])`, opset 13, IR 8 (109 bytes): some gathered rows against the
 # query, both signed (the query's 7 bits fit int8), so the rows are read as gathered, never transposed
 # (tests/unit/test_int8_scoring.py rebuilds it too). Measured at 20,000 rows: 7 ms, against 18 ms to transpose them
-# for the graph above and run it.
+# for a graph taking them as its unsigned B and run it.
 ROWS_MODEL = base64.b64decode(
     "CAg6YwoYCgFBCgFCEgFzIg1NYXRNdWxJbnRlZ2VyEgRyb3dzWhUKAUESEAoOCAMSCgoDEgFtCgMSAWRaFAoBQhIPCg0IAxIJCgMSAWQKAggBYhQKAXMSDwoNCAYSCQoDEgFtCgIIAUIECgAQDQ=="
 )
 
 
-def _session(threads: int, model: bytes = MATMUL_INTEGER_MODEL, external: Mapping[str, Any] | None = None) -> Any:
+def _session(threads: int, model: bytes, external: Mapping[str, Any] | None = None) -> Any:
     """A session of ``model``; ``external``: the bytes of its external initializers, by name."""
     import onnxruntime
 
@@ -109,21 +102,16 @@ def _varint(value: int) -> bytes:
 
 
 class Int8Scorer:
-    """Cosine scores from int8 rows (n, d) with per-row scales, without a float copy of the matrix.
+    """Cosine scores from int8 rows (n, d) with per-row scales, without a float copy of the matrix. The kernel keeps
+    its own copy of the matrix in its layout (the module's docstring), a coarse build's codes too: at a million tools
+    that is 128 MB more, and a select 22 ms faster (docs/performance.md)."""
 
-    ``packed``: the kernel keeps its own copy of the matrix in its layout (the module's docstring); a coarse build's
-    scan at a million tools is not packed (its codes are memory-mapped, and a packed copy would add their 128 MB).
-    """
-
-    def __init__(self, quantized: QuantizedVectors, threads: int = 1, packed: bool = True) -> None:
+    def __init__(self, quantized: QuantizedVectors, threads: int = 1) -> None:
         # (d, n) C-contiguous, the layout MatMulInteger reads: a view of column-major vectors (write_build stores them
         # so), a copy of row-major ones. The session reads it in place: it lives as long as the scorer.
         self._columns = np.ascontiguousarray(quantized.values.T)
-        self._packed = packed and self._columns.shape[1] > 0
-        if self._packed:
+        if self._columns.shape[1] > 0:
             self._session, self._b = _packed_session(self._columns, threads)
-        else:
-            self._session = _session(threads)
         self._shift_correction = QUERY_SHIFT * quantized.values.sum(axis=1, dtype=np.int32)
         self._row_scales = quantized.scales.astype(np.float32)
 
@@ -133,8 +121,7 @@ class Int8Scorer:
         if step == 0.0 or self._columns.shape[1] == 0:
             return np.zeros(self._columns.shape[1], dtype=np.float32)
         shifted = (levels + QUERY_SHIFT).astype(np.uint8)[None, :]
-        feeds = {"A": shifted} if self._packed else {"A": shifted, "B": self._columns}
-        (raw,) = self._session.run(None, feeds)
+        (raw,) = self._session.run(None, {"A": shifted})
         exact = raw[0] - self._shift_correction
         scores: FloatArray = exact.astype(np.float32) * np.float32(step) * self._row_scales
         return scores

@@ -25,7 +25,7 @@ from handler.ranking.topk import at_least
 # the exact scan alone reads 384 MB (~30 ms). Between the two, not measured (docs/performance.md).
 COARSE_MIN_TOOLS = 300_000
 COARSE_DIMENSIONS = 128  # 83 % of the variance of MiniLM tool vectors (10k bench catalog)
-COARSE_SHARE = 0.02  # of the catalog rescored exactly
+COARSE_SHARE = 0.005  # of the catalog rescored exactly (docs/performance.md: 0.02 before, the same top 10)
 MIN_CANDIDATES = 2_000
 FIT_SAMPLE = 20_000  # rows the principal directions are found on
 _CHUNK = 65_536  # rows projected at a time at build, so a million tools never need a float copy of every vector

@@ -64,9 +64,10 @@ def test_candidates_are_exact_and_every_other_tool_stays_below_them(seed: int, m
     exact = Int8Scorer(vectors).score(query)
     scores = signal.score(query, allowed, named)
     estimate = signal.scan.score(query @ signal.projection) + np.float32(query @ signal.mean)
-    picked = candidates(estimate, allowed, 80)
+    count = coarse_module._candidate_count(4000)
+    picked = candidates(estimate, allowed, count)
     chosen = np.union1d(picked, named)
-    assert 40 <= len(picked) < 400  # about the count asked for (80 of 4,000), from a sample of the estimates
+    assert count // 2 <= len(picked) < 5 * count  # about the count asked for, from a sample of the estimates
     np.testing.assert_array_equal(scores[chosen], exact[chosen])
     others = np.setdiff1d(np.arange(4000), chosen)
     assert scores[others].max() < estimate[picked].min()
