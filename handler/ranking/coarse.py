@@ -21,8 +21,9 @@ from handler.ranking.arrays import BoolArray, FloatArray, IndexArray
 from handler.ranking.dense import DenseScorer, QuantizedVectors, RowScorer, quantize
 from handler.ranking.topk import at_least
 
-# At 100k tools the exact scan answered a one-action select faster (18.2 ms p50) than the coarse one (20.3 ms); at 1M
-# the exact scan alone reads 384 MB (~30 ms). Between the two, not measured (docs/performance.md).
+# At 100k tools the exact scan answered a one-action select faster (18.2 ms p50) than the coarse one (20.3 ms), both
+# scans then repacking their matrix every query; at 1M the exact scan alone reads 384 MB (~30 ms). Since both are
+# packed once, the crossing is not measured again (docs/performance.md).
 COARSE_MIN_TOOLS = 300_000
 COARSE_DIMENSIONS = 128  # 83 % of the variance of MiniLM tool vectors (10k bench catalog)
 COARSE_SHARE = 0.005  # of the catalog rescored exactly (docs/performance.md: 0.02 before, the same top 10)
