@@ -56,11 +56,16 @@ def listed_name(name: str) -> str:
     character, over 64) keeps a readable prefix and ends in a hash of the whole name: ToolNames resolves that too.
     """
     underscored = name.replace(".", "_")
-    if _LISTABLE.fullmatch(underscored):
+    if _listable(name):
         return underscored
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
     prefix = _UNLISTABLE_CHAR.sub("_", underscored)[: 64 - _HASH_CHARS - 1]
     return f"{prefix}_{digest}"
+
+
+def _listable(name: str) -> bool:
+    """Whether the providers' rule holds the name as it is, its dots as underscores (listed_name)."""
+    return _LISTABLE.fullmatch(name.replace(".", "_")) is not None
 
 
 def nearest_name(name: str, known: Iterable[str]) -> str | None:
@@ -159,6 +164,19 @@ def describe_collisions(names: Sequence[str]) -> str | None:
     return f"tool names that differ only in case or '.'/'_' (or that list alike) are one name to callers: {pairs}"
 
 
+def _spellings(names: Sequence[str]) -> tuple[dict[str, int], bool]:
+    """Each spelling (spelling_keys) -> the first name it means, and whether any two names share one. At a million
+    tools this is most of what loading the names costs, so each name's own spelling is read in one pass, then only
+    the listed spellings that differ from it (hashed ones); and it is not done again to look for collisions."""
+    own = list(map(name_key, names))
+    # Reversed, the first name holding a spelling is the one written last: it wins, as a lookup wants.
+    positions = dict(zip(reversed(own), range(len(own) - 1, -1, -1), strict=True))
+    clash = len(positions) < len(own)
+    for i in [i for i, name in enumerate(names) if not _listable(name)]:
+        clash = positions.setdefault(name_key(listed_name(names[i])), i) != i or clash
+    return positions, clash
+
+
 class ToolNames(Sequence[str]):
     """A build's tool names in index order, and which tool a caller's spelling means (``position``): the one
     resolver REST, MCP, the providers, policy patterns and the ranking's exact-name match all read."""
@@ -167,13 +185,7 @@ class ToolNames(Sequence[str]):
         """``namespace``: the deployment's, whose own tool names the build may not hold (None: not checked, for a
         build read only as the source of a new one)."""
         self._names = tuple(names)
-        # One pass over every spelling: the lookup table, and whether any two names share a spelling (at 1M tools
-        # this is most of what loading the names costs, so it is not done again to look for collisions).
-        positions: dict[str, int] = {}
-        clash = False
-        for i, name in enumerate(self._names):
-            for key in spelling_keys(name):
-                clash = positions.setdefault(key, i) != i or clash
+        positions, clash = _spellings(self._names)
         problem = describe_collisions(self._names) if clash else None
         if problem is None and namespace is not None:
             # Without a clash each spelling means one name: toolrec's own spellings are looked up, not searched for.

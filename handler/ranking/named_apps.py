@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from handler.ranking.text import split_identifier
+from handler.ranking.text import NAME_SEPARATORS, split_identifier
 
 NAMED_DEPTH = 10  # how deep the ranking is read for the tools of the app a task names
 APP_CATALOG_SHARE = 0.9
@@ -42,36 +42,44 @@ def app_words(app: str) -> tuple[str, ...]:
 
 
 def app_key(app: str) -> str:
-    return "".join(app_words(app))
+    """``app_words`` joined. Those words are the name without its separators, so the key is read without splitting
+    it unless it may end in a suffix to drop, or lowercasing a word alone could differ from lowercasing them joined
+    (a final sigma): every app of a catalog is keyed when it is loaded."""
+    key = NAME_SEPARATORS.sub("", app).lower()
+    if key.endswith(_SUFFIXES) or not app.isascii():
+        return "".join(app_words(app))
+    return key
 
 
 @dataclass(frozen=True)
 class NamedApps:
     app_of_tool: tuple[str, ...]  # each tool's app key ("" for a name with no app part)
     keys: frozenset[str]
-    words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # each key's name words
+    apps: Mapping[str, str] = field(default_factory=dict)  # each key's app as the names write it (its words: is_own)
     tools: Mapping[str, int] = field(default_factory=dict)  # how many tools each app has
     holding: Holding | None = None  # None: every key is the app's own (no catalog to ask)
     _own: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, names: Sequence[str], holding: Holding | None = None) -> NamedApps:
-        words: dict[str, tuple[str, ...]] = {}  # by app prefix, worked out once per app, not per tool (a million)
-        prefixes = [name.split(".", 1)[0] if "." in name else "" for name in names]
-        for prefix in dict.fromkeys(prefixes):
-            words[prefix] = app_words(prefix) if prefix else ()
-        apps = tuple("".join(words[p]) for p in prefixes)
-        if sum(1 for app in apps if app) < APP_CATALOG_SHARE * len(apps):
+        # Each app is keyed once, not once per tool: a catalog of a million tools has a hundred thousand apps.
+        numbered: dict[str, int] = {}  # each app prefix ("" where a name has none) -> its number, in order met
+        codes = [numbered.setdefault(name.partition(".")[0] if "." in name else "", len(numbered)) for name in names]
+        keys = [app_key(prefix) if prefix else "" for prefix in numbered]
+        apps = tuple(map(keys.__getitem__, codes))
+        tools = Counter(apps)
+        if len(apps) - tools[""] < APP_CATALOG_SHARE * len(apps):
             return cls(apps, frozenset())
-        by_key = {"".join(w): w for w in words.values() if len("".join(w)) >= MIN_KEY_CHARS}
-        return cls(apps, frozenset(by_key), by_key, Counter(apps), holding)
+        # A key several prefixes share ("GitHub", "Github") reads the words of the last of them met.
+        by_key = {key: prefix for prefix, key in zip(numbered, keys, strict=True) if len(key) >= MIN_KEY_CHARS}
+        return cls(apps, frozenset(by_key), by_key, tools, holding)
 
     def is_own(self, key: str) -> bool:
         """Whether the app's name is its own here: no more tools of other apps hold its words than it has tools."""
         own = self._own.get(key)
         if own is None:  # once per app named, per index
             tools = self.tools[key]
-            own = self.holding is None or self.holding(self.words[key]) - tools <= tools
+            own = self.holding is None or self.holding(app_words(self.apps[key])) - tools <= tools
             self._own[key] = own
         return own
 

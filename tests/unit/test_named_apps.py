@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from handler.ranking.named_apps import NamedApps, app_key, named_first
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from handler.ranking.named_apps import NamedApps, app_key, app_words, named_first
 
 NAMES = [
     "Slack.SendMessage",
@@ -49,6 +53,20 @@ def test_a_name_other_apps_tools_hold_more_often_than_its_own_is_a_topic() -> No
 
 def test_each_tool_knows_its_app() -> None:
     assert NamedApps.of(["Slack.SendMessage", "bare_function"]).app_of_tool == ("slack", "")
+
+
+@pytest.mark.parametrize(
+    ("app", "key"),
+    [("GitHubAPI", "github"), ("ZohoBooksApi", "zohobooks"), ("my_Toolkit", "my"), ("Api", "api"), ("ΟΔΟΣ_Α", "οδοςα")],
+)
+def test_an_apps_key_is_its_name_without_separators_or_suffix(app: str, key: str) -> None:
+    assert app_key(app) == key
+
+
+@given(st.text(alphabet=st.sampled_from("AaPpIiΣσς._-/: \tkitTolx"), max_size=24) | st.text(max_size=24))
+def test_an_apps_key_is_its_words_joined(app: str) -> None:
+    # The key is read without splitting the name into words (a catalog's apps are keyed at every index load).
+    assert app_key(app) == "".join(app_words(app))
 
 
 def test_an_address_names_no_app_unless_it_is_the_apps_name() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,6 +66,13 @@ def test_the_catalog_adds_its_own_actions() -> None:
     task = "find the open PR and squash it into main"
     assert split_steps(task) == (task,)
     assert split_steps(task, COMMON_VERBS | verbs) == ("find the open PR", "squash it into main")
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("AbcdeXYZ.é _"), max_size=14), max_size=40))
+def test_a_catalog_verb_is_a_tool_parts_first_word_two_names_share(names: list[str]) -> None:
+    firsts = [re.match(r"[A-Z]?[a-z]+", name.rsplit(".", 1)[-1]) for name in names]
+    counts = Counter(found.group().lower() for found in firsts if found)
+    assert catalog_verbs(names) == {word for word, count in counts.items() if count >= 2 and len(word) > 2}
 
 
 @given(st.text(max_size=300))
