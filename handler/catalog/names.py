@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from typing import overload
+
+import numpy as np
 
 from handler.errors import IntegrityError
 
@@ -164,37 +167,50 @@ def describe_collisions(names: Sequence[str]) -> str | None:
     return f"tool names that differ only in case or '.'/'_' (or that list alike) are one name to callers: {pairs}"
 
 
-def _spellings(names: Sequence[str]) -> tuple[dict[str, int], bool]:
-    """Each spelling (spelling_keys) -> the first name it means, and whether any two names share one. At a million
-    tools this is most of what loading the names costs, so each name's own spelling is read in one pass, then only
-    the listed spellings that differ from it (hashed ones); and it is not done again to look for collisions."""
-    own = list(map(name_key, names))
-    # Reversed, the first name holding a spelling is the one written last: it wins, as a lookup wants.
-    positions = dict(zip(reversed(own), range(len(own) - 1, -1, -1), strict=True))
-    clash = len(positions) < len(own)
-    for i in [i for i, name in enumerate(names) if not _listable(name)]:
-        clash = positions.setdefault(name_key(listed_name(names[i])), i) != i or clash
-    return positions, clash
-
-
 class ToolNames(Sequence[str]):
     """A build's tool names in index order, and which tool a caller's spelling means (``position``): the one
-    resolver REST, MCP, the providers, policy patterns and the ranking's exact-name match all read."""
+    resolver REST, MCP, the providers, policy patterns and the ranking's exact-name match all read.
+
+    Every spelling (spelling_keys) is kept as its hash beside the name it means, sorted, not as a dict of the spellings:
+    at a million tools the dict and its strings held ~200 MB and took most of the names' load (docs/performance.md).
+    A lookup reads the names whose spelling hashes alike and keeps the first that is spelled so. The hashes are the
+    process's own (``hash``), never stored."""
 
     def __init__(self, names: Sequence[str], namespace: str | None = None) -> None:
         """``namespace``: the deployment's, whose own tool names the build may not hold (None: not checked, for a
         build read only as the source of a new one)."""
         self._names = tuple(names)
-        positions, clash = _spellings(self._names)
-        problem = describe_collisions(self._names) if clash else None
+        # Each name's own spelling, then the listed ones that differ from it (hashed, listed_name), by owner.
+        hashed = np.asarray([i for i, name in enumerate(self._names) if not _listable(name)], dtype=np.intp)
+        owners = np.concatenate((np.arange(len(self._names)), hashed))
+        hashes = np.concatenate(
+            (
+                np.fromiter((hash(name_key(name)) for name in self._names), np.int64, count=len(self._names)),
+                np.fromiter((hash(name_key(listed_name(self._names[i]))) for i in hashed), np.int64, len(hashed)),
+            )
+        )
+        order = np.argsort(hashes, kind="stable")
+        self._hashes, self._owners = hashes[order], owners[order]
+        problem = describe_collisions(self._names) if self._shared_spelling() else None
         if problem is None and namespace is not None:
             # Without a clash each spelling means one name: toolrec's own spellings are looked up, not searched for.
-            own = {name_key(own_tool_name(namespace, tool)) for tool in OWN_TOOLS}
-            taken = sorted({positions[key] for key in own if key in positions})
+            taken = sorted(
+                {i for tool in OWN_TOOLS if (i := self.position(own_tool_name(namespace, tool))) is not None}
+            )
             problem = describe_reserved([self._names[i] for i in taken], namespace)
         if problem is not None:
             raise IntegrityError(f"the index cannot be served: {problem}; rebuild it from a corrected catalog")
-        self._positions = positions
+
+    def _shared_spelling(self) -> bool:
+        """Whether two names share a spelling: only names whose spellings hash alike can."""
+        alike: dict[int, set[int]] = {}  # a hash held more than once -> the names holding it
+        for i in np.flatnonzero(self._hashes[1:] == self._hashes[:-1]).tolist():
+            alike.setdefault(int(self._hashes[i]), set()).update((int(self._owners[i]), int(self._owners[i + 1])))
+        return any(
+            spelling_keys(self._names[a]) & spelling_keys(self._names[b])
+            for owners in alike.values()
+            for a, b in itertools.combinations(sorted(owners), 2)
+        )
 
     def __len__(self) -> int:
         return len(self._names)
@@ -209,4 +225,13 @@ class ToolNames(Sequence[str]):
         return self._names[position]
 
     def position(self, name: str) -> int | None:
-        return self._positions.get(name_key(name))
+        key = name_key(name)
+        wanted = hash(key)
+        at = int(np.searchsorted(self._hashes, wanted))
+        found = None
+        while at < len(self._hashes) and self._hashes[at] == wanted:
+            owner = int(self._owners[at])
+            if (found is None or owner < found) and key in spelling_keys(self._names[owner]):
+                found = owner
+            at += 1
+        return found

@@ -4,11 +4,14 @@ spelling of every name (issue 27: at 1M tools these are built vectorized, or wit
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from handler.catalog import names as names_module
 from handler.catalog.names import ToolNames, describe_collisions, describe_reserved, spelling_keys
 from handler.errors import IntegrityError
 from handler.index.records import ToolKeys, ToolRecords
@@ -41,6 +44,17 @@ NAMES = st.lists(st.sampled_from(["A.b", "a_B", "a.c", "Toolrec.UseTool", "toolr
 
 @given(NAMES)
 def test_the_resolver_refuses_and_resolves_as_its_plain_definition(names: list[str]) -> None:
+    resolves_as_its_plain_definition(names)
+
+
+@given(NAMES)
+def test_the_resolver_means_the_same_when_every_spelling_hashes_alike(names: list[str]) -> None:
+    # The resolver keeps each spelling as its hash: names whose spellings hash alike are told apart by the spelling.
+    with mock.patch.object(names_module, "hash", lambda _: 7, create=True):
+        resolves_as_its_plain_definition(names)
+
+
+def resolves_as_its_plain_definition(names: list[str]) -> None:
     problem = describe_collisions(names) or describe_reserved(names, "Toolrec")
     if problem is not None:
         with pytest.raises(IntegrityError) as refused:
@@ -50,3 +64,4 @@ def test_the_resolver_refuses_and_resolves_as_its_plain_definition(names: list[s
     resolver = ToolNames(names, "Toolrec")
     for i, name in enumerate(names):
         assert all(resolver.position(key) == i for key in spelling_keys(name))
+    assert resolver.position("no.such.tool") is None
