@@ -15,6 +15,7 @@ which leaves a mapping intact.
 from __future__ import annotations
 
 import json
+import mmap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,7 +42,7 @@ from handler.index.format import (
     Manifest,
     read_manifest,
 )
-from handler.index.records import ToolKeys, ToolRecords, map_records, to_jsonl
+from handler.index.records import ToolKeys, ToolRecords, open_records, to_jsonl
 from handler.index.table import ToolTable
 from handler.inference.int8_scoring import Int8Rows, Int8Scorer
 from handler.inference.model_files import sha256_file
@@ -49,7 +50,7 @@ from handler.ranking.abbreviations import general_lexicon
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.coarse import CoarseSemantic
-from handler.ranking.dense import QuantizedVectors
+from handler.ranking.dense import DenseScorer, QuantizedVectors
 from handler.ranking.retriever import RankingIndex
 from handler.ranking.usage import UsageEvidence
 
@@ -104,7 +105,11 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: s
     usage = _usage(directory, manifest, misfit) if manifest.usage is not None else None
     names = ToolNames(tools.keys.names, namespace)  # refuses names that fold together or are toolrec's own
     coarse = _coarse(directory, manifest, vectors, threads, misfit)
-    scorer = Int8Scorer(vectors, threads) if coarse is None else coarse.exact  # exact: every row, a chunk at a time
+    if coarse is None:
+        scorer: DenseScorer = Int8Scorer(vectors, threads)
+        _release_pages(arrays["vectors"])
+    else:
+        scorer = coarse.exact  # exact: every row, a chunk at a time
     ranking = RankingIndex(
         names, bm25, scorer, _analyzer(manifest), usage, general_lexicon(), coarse, lambda i: tools[i].input_schema
     )
@@ -180,6 +185,7 @@ def _coarse(
     check_coarse(misfit, arrays, manifest.model.dimensions, manifest.coarse_dimensions)
     codes, scales, projection, mean = (arrays[name] for name in COARSE_ARRAYS)
     scan = Int8Scorer(QuantizedVectors(codes, scales), threads)
+    _release_pages(codes)
     exact = Int8Rows(vectors, threads)  # a coarse build stores its vectors row-major: no copy
     return CoarseSemantic(projection, mean, scan, exact)
 
@@ -187,6 +193,18 @@ def _coarse(
 def _mapped_array(directory: Path, name: str) -> np.ndarray[Any, Any]:
     """A build's array, memory-mapped read-only (the module's docstring says why), as a plain ndarray."""
     return np.asarray(np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False))
+
+
+def _release_pages(array: np.ndarray[Any, Any]) -> None:
+    """Drop a mapped array's pages from the process once nothing reads them: an Int8Scorer's matrix, since onnxruntime
+    scans the copy it packed (int8_scoring.py). They stay in the page cache, and a read maps them again; at a million
+    tools the coarse codes held 122 MB of the process's RSS (docs/performance.md)."""
+    base: object = array
+    while isinstance(base, np.ndarray) and not isinstance(base, np.memmap):
+        base = base.base
+    mapped = getattr(base, "_mmap", None)  # where numpy's memmap keeps its mmap
+    if isinstance(mapped, mmap.mmap):
+        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def _usage(directory: Path, manifest: Manifest, misfit: Misfit) -> UsageEvidence:
@@ -218,7 +236,7 @@ def _vocabulary(directory: Path, misfit: Misfit) -> object:
 
 def _tool_records(directory: Path, schema_version: int) -> ToolRecords:
     if schema_version == SCHEMA_VERSION:
-        return map_records(directory / TOOLS, _tool_keys(directory / TOOL_KEYS))
+        return open_records(directory / TOOLS, _tool_keys(directory / TOOL_KEYS))
     try:  # schema 1: validate the whole list once, as that version's loader did, then serve it the same way
         tools = [Tool.model_validate(row) for row in json.loads((directory / TOOLS_V1).read_bytes())]
     except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError

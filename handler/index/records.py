@@ -7,16 +7,18 @@ required — is loaded eagerly from ``tool_keys.json``; the rest waits in the ra
 record and the manifest's sha256 vouches for the bytes, so a record read later is the record that was built; one that
 still fails validation (a build written by other means) raises IntegrityError, which a request answers with a 503.
 
-A loaded build's records are the file itself, memory-mapped read-only (``map_records``): only the pages of records a
-request reads become resident, shared with the page cache, so the records cost next to nothing at rest (at 1M tools
-the file is ~570 MB). Its newlines are found by reading it in blocks, which keeps no page of it in the process.
+A loaded build's records stay in their file (``open_records``), each read where it lies when first asked for: the file
+is ~570 MB at 1M tools and costs the process nothing at rest. It is read, not memory-mapped: mapped, every record read
+also mapped the pages around it (the kernel's fault-around), and at a million tools the records grew to 436 MB of the
+process's RSS over 200 selects (docs/performance.md). Its newlines are found by reading it in blocks too.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import mmap
+import os
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,21 +93,34 @@ def line_ends(stream: io.BufferedIOBase) -> npt.NDArray[np.intp]:
     return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
 
 
-def map_records(path: Path, keys: ToolKeys) -> ToolRecords:
-    """The records of a ``tools.jsonl`` file, mapped read-only rather than read (the module's docstring says why)."""
+class FileSpans:
+    """An open file read a span at a time (``file[start:end]``), as bytes: a record where it lies, without mapping the
+    file (the module's docstring says why). The file is closed when this is collected, with the build it serves."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+
+    def __getitem__(self, span: slice) -> bytes:
+        return os.pread(self._fd, span.stop - span.start, span.start)
+
+
+def open_records(path: Path, keys: ToolKeys) -> ToolRecords:
+    """The records of a ``tools.jsonl`` file, left in the file and read one at a time (the module's docstring)."""
     with path.open("rb") as stream:
         ends = line_ends(stream)
-        if stream.tell() == 0:
-            return ToolRecords(b"", keys, ends)  # an empty file cannot be mapped
-        return ToolRecords(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ), keys, ends)
+    return ToolRecords(FileSpans(path), keys, ends)
 
 
 class ToolRecords(Sequence[Tool]):
     """The tools of a build in index order; ``records[i]`` parses and validates line ``i`` on first use.
-    ``jsonl``: the bytes of tools.jsonl, or the file mapped; ``ends``: its newlines' offsets, if already found."""
+    ``jsonl``: the bytes of tools.jsonl, or the file (FileSpans); ``ends``: its newlines' offsets (found in the bytes
+    when not given)."""
 
-    def __init__(self, jsonl: bytes | mmap.mmap, keys: ToolKeys, ends: npt.NDArray[np.intp] | None = None) -> None:
+    def __init__(self, jsonl: bytes | FileSpans, keys: ToolKeys, ends: npt.NDArray[np.intp] | None = None) -> None:
         if ends is None:
+            if not isinstance(jsonl, bytes):
+                raise TypeError("a file's records need their newlines' offsets (open_records finds them)")
             ends = np.flatnonzero(np.frombuffer(jsonl, dtype=np.uint8) == NEWLINE)
         if len(ends) != len(keys.names):
             raise IntegrityError(f"tools.jsonl holds {len(ends)} records for {len(keys.names)} tool keys")

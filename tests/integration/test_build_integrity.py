@@ -21,6 +21,7 @@ from handler.errors import IndexUnavailableError, IntegrityError
 from handler.index import load as load_module
 from handler.index.format import BUILDS, MANIFEST, BuiltIndex, catalog_digest
 from handler.index.load import load_build
+from handler.index.records import FileSpans
 from handler.index.store import LocalIndexStore, S3IndexStore, load_latest
 from handler.inference.embedder import OnnxEmbedder
 from handler.inference.model_files import sha256_file
@@ -59,8 +60,9 @@ def mapping_of(array: np.ndarray[Any, Any]) -> object:
 
 
 def test_a_loaded_build_is_mapped_read_only_not_copied(build_dir: Path, embedder: OnnxEmbedder) -> None:
-    """Issue 27: the arrays and the records are the files themselves, shared with the page cache, and no code can
-    write into them; the checksums are verified before anything is mapped."""
+    """Issue 27: the arrays are the files themselves, shared with the page cache, and no code can write into them;
+    the records are read from their file where they lie, never mapped (issue 35: mapped, each record read mapped the
+    pages around it); the checksums are verified before anything is mapped or read."""
     index = load_build(build_dir, embedder.fingerprint)
     bm25 = index.ranking.bm25
     for array in (bm25.indptr, bm25.doc_ids, bm25.weights):
@@ -68,8 +70,9 @@ def test_a_loaded_build_is_mapped_read_only_not_copied(build_dir: Path, embedder
         assert isinstance(mapping_of(array), mmap.mmap)
         with pytest.raises(ValueError, match="read-only"):
             array[:1] = 0
-    assert isinstance(index.tools._jsonl, mmap.mmap)
+    assert isinstance(index.tools._jsonl, FileSpans)
     assert list(index.tools) == list(load_build(build_dir, embedder.fingerprint).tools)
+    assert str(build_dir / "tools.jsonl") not in Path("/proc/self/maps").read_text()
     del index  # unmapped before its file changes: a build is never changed in place while it is served
     flip_bytes(build_dir / "vectors.npy")  # a copy changed after it was served is refused at its next load
     with pytest.raises(IntegrityError, match=r"vectors\.npy does not match its sha256"):
