@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from handler.ranking.analyzer import MAX_STEM_STRIP
-from handler.ranking.text import NAME_SEPARATORS, split_identifier
+from handler.ranking.text import split_identifier
 
 _CAPITALS = re.compile(r"\b([A-Z]{2,5})s?\b")
+_NAME_PARTS = re.compile(r"[._\-/:\s]+")
 MIN_JOINED_CHARS = 5  # "github"; shorter terms split into two catalog words too easily
 MIN_PART_CHARS = 2
 MAX_PART_CHARS = 40  # longer than any word or brand: a longer "part" of an unknown term is noise, never tried
@@ -96,7 +97,7 @@ class CatalogWords:
         parts: set[str] = set()
         analyzed: dict[str, tuple[str, ...]] = {}
         for name in self.names:
-            parts.update(NAME_SEPARATORS.split(name))
+            parts.update(_NAME_PARTS.split(name))
         for part in parts:
             words = split_identifier(part)
             for start in range(len(words)):

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from handler.ranking.text import NAME_SEPARATORS, split_identifier
+from handler.ranking.text import split_identifier
 
 NAMED_DEPTH = 10  # how deep the ranking is read for the tools of the app a task names
 APP_CATALOG_SHARE = 0.9
@@ -27,6 +27,8 @@ MIN_KEY_CHARS = 4
 MAX_KEY_WORDS = 3
 _SUFFIXES = ("api", "toolkit")
 _TOKEN = re.compile(r"[a-z0-9]+")
+# What text.split_identifier splits a name at: its words are what lies between (a property test holds the two alike).
+_SEPARATORS = re.compile(r"[._\-/:\s]+")
 _ADDRESS = re.compile(r"\S*(?:://|@|\w\.[a-z]{2,}\b)\S*")
 
 
@@ -45,7 +47,7 @@ def app_key(app: str) -> str:
     """``app_words`` joined. Those words are the name without its separators, so the key is read without splitting
     it unless it may end in a suffix to drop, or lowercasing a word alone could differ from lowercasing them joined
     (a final sigma): every app of a catalog is keyed when it is loaded."""
-    key = NAME_SEPARATORS.sub("", app).lower()
+    key = _SEPARATORS.sub("", app).lower()
     if key.endswith(_SUFFIXES) or not app.isascii():
         return "".join(app_words(app))
     return key

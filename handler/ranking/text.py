@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 # Name parts: "Slack.SendMessage", "get_user_token", "api/v1:listItems" -> words.
-NAME_SEPARATORS = re.compile(r"[._\-/:\s]+")
+_NAME_SEPARATORS = re.compile(r"[._\-/:\s]+")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _MAX_FIRST_LINE_CHARS = 500
@@ -19,7 +19,7 @@ _MAX_FIRST_LINE_CHARS = 500
 def split_identifier(identifier: str) -> list[str]:
     """Split a tool or app name into its words, keeping their case: "Slack.SendMessage" -> [Slack, Send, Message]."""
     words: list[str] = []
-    for part in NAME_SEPARATORS.split(identifier):
+    for part in _NAME_SEPARATORS.split(identifier):
         words.extend(w for w in _CAMEL_BOUNDARY.split(part) if w)
     return words
 
