@@ -74,13 +74,14 @@ class CoarseSemantic:
         """Every tool's cosine with the query: exact for the candidates and the ``named`` tools, a capped
         estimate for the others."""
         query = np.asarray(query_vector, dtype=np.float32)
-        estimate = self.scan.score(query @ self.projection) + np.float32(query @ self.mean)
+        estimate = self.scan.score(query @ self.projection)
+        estimate += np.float32(query @ self.mean)
         picked = candidates(estimate, allowed, _candidate_count(len(estimate)))
         chosen = np.union1d(picked, named)
         if len(chosen) == len(estimate):
             return self.exact.score(query)
         cap = np.nextafter(estimate[picked].min(initial=np.inf), -np.inf)  # no estimate reaches a candidate's place
-        scores: FloatArray = np.minimum(estimate, cap).astype(np.float32)
+        scores: FloatArray = np.minimum(estimate, cap, out=estimate)
         scores[chosen] = self.exact.score_rows(query, chosen)
         return scores
 
