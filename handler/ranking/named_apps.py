@@ -57,7 +57,7 @@ def app_key(app: str) -> str:
 class NamedApps:
     app_of_tool: tuple[str, ...]  # each tool's app key ("" for a name with no app part)
     keys: frozenset[str]
-    apps: Mapping[str, str] = field(default_factory=dict)  # each key's app as the names write it (its words: is_own)
+    app_names: Mapping[str, str] = field(default_factory=dict)  # each key's app as the names write it (is_own's words)
     tools: Mapping[str, int] = field(default_factory=dict)  # how many tools each app has
     holding: Holding | None = None  # None: every key is the app's own (no catalog to ask)
     _own: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -81,7 +81,7 @@ class NamedApps:
         own = self._own.get(key)
         if own is None:  # once per app named, per index
             tools = self.tools[key]
-            own = self.holding is None or self.holding(app_words(self.apps[key])) - tools <= tools
+            own = self.holding is None or self.holding(app_words(self.app_names[key])) - tools <= tools
             self._own[key] = own
         return own
 
