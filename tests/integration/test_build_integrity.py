@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,28 @@ def test_a_loaded_build_is_mapped_read_only_not_copied(build_dir: Path, embedder
     flip_bytes(build_dir / "vectors.npy")  # a copy changed after it was served is refused at its next load
     with pytest.raises(IntegrityError, match=r"vectors\.npy does not match its sha256"):
         load_build(build_dir, embedder.fingerprint)
+
+
+def resident_kb(path: Path) -> int:
+    """How much of a mapped file this process holds in memory (Rss of its mappings in /proc/self/smaps)."""
+    total, current = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"[0-9a-f]+-[0-9a-f]+ ", line):  # a mapping's first line: its addresses, ..., its file
+            current = line.rstrip().endswith(str(path))
+        elif current and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def test_the_scans_mapped_matrix_leaves_the_process_once_packed(build_dir: Path, embedder: OnnxEmbedder) -> None:
+    """Issue 35: onnxruntime scans the copy it packed, so the mapped vectors' pages are dropped from the process once
+    it has, and a ranking does not bring them back."""
+    index = load_build(build_dir, embedder.fingerprint)
+    vectors = build_dir / "vectors.npy"
+    assert str(vectors) in Path("/proc/self/maps").read_text()  # still mapped ...
+    assert resident_kb(vectors) == 0  # ... but not resident
+    hits = index.ranking.rank("create a calendar event", embedder.embed("create a calendar event"), 3)
+    assert hits and resident_kb(vectors) == 0
 
 
 @pytest.mark.parametrize(
