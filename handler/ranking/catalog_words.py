@@ -94,11 +94,11 @@ class CatalogWords:
         distinct part and word is analyzed once: a large catalog repeats them (a million bench tools hold ~180k
         distinct parts), and this table is built on the first query with a capital acronym."""
         found: dict[str, set[tuple[str, ...]]] = defaultdict(set)
-        parts: set[str] = set()
         analyzed: dict[str, tuple[str, ...]] = {}
-        for name in self.names:
-            parts.update(_NAME_PARTS.split(name))
-        for part in parts:
+        segments: set[str] = set()
+        for name in self.names:  # split at its dots first: a name's segments repeat across tools, its parts with them
+            segments.update(name.split("."))
+        for part in {part for segment in segments for part in _NAME_PARTS.split(segment)}:
             words = split_identifier(part)
             for start in range(len(words)):
                 for end in range(start + 2, min(start + MAX_ACRONYM_WORDS, len(words)) + 1):
