@@ -15,7 +15,6 @@ which leaves a mapping intact.
 from __future__ import annotations
 
 import json
-import mmap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -50,7 +49,7 @@ from handler.ranking.abbreviations import general_lexicon
 from handler.ranking.analyzer import Analyzer
 from handler.ranking.bm25 import BM25Index, BM25Params
 from handler.ranking.coarse import CoarseSemantic
-from handler.ranking.dense import DenseScorer, QuantizedVectors
+from handler.ranking.dense import QuantizedVectors
 from handler.ranking.retriever import RankingIndex
 from handler.ranking.usage import UsageEvidence
 
@@ -105,11 +104,7 @@ def assemble(directory: Path, manifest: Manifest, threads: int = 1, namespace: s
     usage = _usage(directory, manifest, misfit) if manifest.usage is not None else None
     names = ToolNames(tools.keys.names, namespace)  # refuses names that fold together or are toolrec's own
     coarse = _coarse(directory, manifest, vectors, threads, misfit)
-    if coarse is None:
-        scorer: DenseScorer = Int8Scorer(vectors, threads)
-        _release_pages(arrays["vectors"])
-    else:
-        scorer = coarse.exact  # exact: every row, a chunk at a time
+    scorer = Int8Scorer(vectors, threads) if coarse is None else coarse.exact  # exact: every row, a chunk at a time
     ranking = RankingIndex(
         names, bm25, scorer, _analyzer(manifest), usage, general_lexicon(), coarse, lambda i: tools[i].input_schema
     )
@@ -185,7 +180,6 @@ def _coarse(
     check_coarse(misfit, arrays, manifest.model.dimensions, manifest.coarse_dimensions)
     codes, scales, projection, mean = (arrays[name] for name in COARSE_ARRAYS)
     scan = Int8Scorer(QuantizedVectors(codes, scales), threads)
-    _release_pages(codes)
     exact = Int8Rows(vectors, threads)  # a coarse build stores its vectors row-major: no copy
     return CoarseSemantic(projection, mean, scan, exact)
 
@@ -193,18 +187,6 @@ def _coarse(
 def _mapped_array(directory: Path, name: str) -> np.ndarray[Any, Any]:
     """A build's array, memory-mapped read-only (the module's docstring says why), as a plain ndarray."""
     return np.asarray(np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False))
-
-
-def _release_pages(array: np.ndarray[Any, Any]) -> None:
-    """Drop a mapped array's pages from the process once nothing reads them: an Int8Scorer's matrix, since onnxruntime
-    scans the copy it packed (int8_scoring.py). They stay in the page cache, and a read maps them again; at a million
-    tools the coarse codes held 122 MB of the process's RSS (docs/performance.md)."""
-    base: object = array
-    while isinstance(base, np.ndarray) and not isinstance(base, np.memmap):
-        base = base.base
-    mapped = getattr(base, "_mmap", None)  # where numpy's memmap keeps its mmap
-    if isinstance(mapped, mmap.mmap):
-        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def _usage(directory: Path, manifest: Manifest, misfit: Misfit) -> UsageEvidence:

@@ -18,6 +18,7 @@ scan, 100k: 10.6 -> 1.6 ms; the same integers). The packed copy costs as many by
 from __future__ import annotations
 
 import base64
+import mmap
 from collections.abc import Mapping
 from typing import Any
 
@@ -101,6 +102,17 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
+def _release_pages(array: Int8Array) -> None:
+    """Drop a memory-mapped matrix's pages from the process (a build's, handler/index/load.py): they stay in the page
+    cache, and a read maps them again. At a million tools the coarse codes held 122 MB of RSS (docs/performance.md)."""
+    base: object = array
+    while isinstance(base, np.ndarray) and not isinstance(base, np.memmap):
+        base = base.base
+    mapped = getattr(base, "_mmap", None)  # where numpy's memmap keeps its mmap
+    if isinstance(mapped, mmap.mmap):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
 class Int8Scorer:
     """Cosine scores from int8 rows (n, d) with per-row scales, without a float copy of the matrix. The kernel keeps
     its own copy of the matrix in its layout (the module's docstring), a coarse build's codes too: at a million tools
@@ -114,6 +126,7 @@ class Int8Scorer:
             self._session, self._b = _packed_session(self._columns, threads)
         self._shift_correction = QUERY_SHIFT * quantized.values.sum(axis=1, dtype=np.int32)
         self._row_scales = quantized.scales.astype(np.float32)
+        _release_pages(quantized.values)  # read for the last time: the kernel scans its packed copy
 
     def score(self, query_vector: FloatArray) -> FloatArray:
         """Cosines of every row with the query."""
