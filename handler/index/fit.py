@@ -17,7 +17,7 @@ import numpy as np
 from handler.errors import IntegrityError
 
 Array = np.ndarray[Any, Any]
-INT8, INT32, INT64, FLOAT32 = (np.dtype(t) for t in (np.int8, np.int32, np.int64, np.float32))
+INT8, INT32, INT64, FLOAT32, FLOAT64 = (np.dtype(t) for t in (np.int8, np.int32, np.int64, np.float32, np.float64))
 
 
 class Misfit:
@@ -82,6 +82,9 @@ def check_coarse(misfit: Misfit, arrays: Mapping[str, Array], dimensions: int, c
     misfit.shaped("coarse_mean", arrays["coarse_mean"], FLOAT32, (dimensions,))
     for name in ("coarse_scales", "coarse_projection", "coarse_mean"):
         misfit.finite(name, arrays[name])
+    if "coarse_second_moment" in arrays:
+        misfit.shaped("coarse_second_moment", arrays["coarse_second_moment"], FLOAT64, (dimensions, dimensions))
+        misfit.finite("coarse_second_moment", arrays["coarse_second_moment"])
 
 
 def check_usage(misfit: Misfit, arrays: Mapping[str, Array], dimensions: int, classifier: bool) -> None:

@@ -47,6 +47,8 @@ ARRAYS = ("vectors", "vector_scales", "bm25_indptr", "bm25_doc_ids", "bm25_weigh
 USAGE_ARRAYS = ("usage_vectors", "usage_scales", "usage_tools", "co_usage_indptr", "co_usage_tools", "co_usage_shares")
 # Only in a build of COARSE_MIN_TOOLS or more tools (handler/ranking/coarse.py); a smaller build is what it was before.
 COARSE_ARRAYS = ("coarse_codes", "coarse_scales", "coarse_projection", "coarse_mean")
+# In a coarse build whose manifest says ``coarse_moments``; a coarse build written before it loads as it was.
+COARSE_MOMENT_ARRAYS = ("coarse_second_moment",)
 # Only in a usage build whose summary says ``classifier`` (issue 25); a warm build written before it loads as it was.
 CLASSIFIER_ARRAYS = ("usage_classifier", "usage_classifier_scales")
 
@@ -98,6 +100,8 @@ class Manifest(BaseModel):
     catalog_sha256: str | None = None
     # The coarse codes' dimensions in a large build (COARSE_ARRAYS); None: every query scans every vector.
     coarse_dimensions: int | None = None
+    # The coarse build holds its vectors' second moment (COARSE_MOMENT_ARRAYS); False in one written before it.
+    coarse_moments: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,7 @@ class UsageArrays:
 def coarse_files(coarse: CoarseCodes) -> dict[str, np.ndarray[Any, Any]]:
     # The codes column-major, as the tool vectors of a small build: the int8 scan reads their transpose in place.
     values = (np.asfortranarray(coarse.codes.values), coarse.codes.scales, coarse.projection, coarse.mean)
-    return dict(zip(COARSE_ARRAYS, values, strict=True))
+    return dict(zip(COARSE_ARRAYS + COARSE_MOMENT_ARRAYS, (*values, coarse.second_moment), strict=True))
 
 
 @dataclass(frozen=True)
@@ -197,9 +201,10 @@ def write_build(built: BuiltIndex, directory: Path) -> Manifest:
         usage=None if built.usage is None else built.usage[1],
         catalog_sha256=catalog_digest(built.tools),
         coarse_dimensions=None if coarse is None else coarse.projection.shape[1],
+        coarse_moments=coarse is not None,
     )
     # A small build's manifest stays byte for byte what it was, readable by the toolrec before coarse builds.
-    unset = {"coarse_dimensions"} if manifest.coarse_dimensions is None else None
+    unset = {"coarse_dimensions", "coarse_moments"} if manifest.coarse_dimensions is None else None
     (directory / MANIFEST).write_text(manifest.model_dump_json(indent=2, exclude=unset) + "\n")
     return manifest
 
@@ -223,6 +228,7 @@ def read_manifest(text: str | bytes) -> Manifest:
         with_usage=usage is not None,
         with_classifier=usage is not None and usage.classifier,
         with_coarse=manifest.coarse_dimensions is not None,
+        with_coarse_moments=manifest.coarse_moments,
     )
     # Checked here, before any reader uses a name: the S3 fetch writes each listed name under its cache directory
     # before the checksums are verified, and a `../` or absolute name wrote outside it (issue 15). Only the
@@ -235,10 +241,15 @@ def read_manifest(text: str | bytes) -> Manifest:
 
 
 def expected_files(
-    schema_version: int, with_usage: bool = False, with_classifier: bool = False, with_coarse: bool = False
+    schema_version: int,
+    with_usage: bool = False,
+    with_classifier: bool = False,
+    with_coarse: bool = False,
+    with_coarse_moments: bool = False,
 ) -> frozenset[str]:
     """The plain file names a build of this schema version holds besides the manifest."""
     record_files = {TOOLS, TOOL_KEYS} if schema_version == SCHEMA_VERSION else {TOOLS_V1}
     arrays = ARRAYS + (USAGE_ARRAYS if with_usage else ()) + (CLASSIFIER_ARRAYS if with_classifier else ())
     arrays += COARSE_ARRAYS if with_coarse else ()
+    arrays += COARSE_MOMENT_ARRAYS if with_coarse and with_coarse_moments else ()
     return frozenset({f"{name}.npy" for name in arrays} | record_files | {VOCABULARY})

@@ -30,6 +30,7 @@ from handler.index.format import (
     ARRAYS,
     CLASSIFIER_ARRAYS,
     COARSE_ARRAYS,
+    COARSE_MOMENT_ARRAYS,
     MANIFEST,
     SCHEMA_VERSION,
     TOOL_KEYS,
@@ -176,12 +177,13 @@ def _coarse(
     """A large build's two-stage dense signal (handler/ranking/coarse.py); None for a build that scans every vector."""
     if manifest.coarse_dimensions is None:
         return None
-    arrays = {name: _mapped_array(directory, name) for name in COARSE_ARRAYS}
+    names = COARSE_ARRAYS + (COARSE_MOMENT_ARRAYS if manifest.coarse_moments else ())
+    arrays = {name: _mapped_array(directory, name) for name in names}
     check_coarse(misfit, arrays, manifest.model.dimensions, manifest.coarse_dimensions)
     codes, scales, projection, mean = (arrays[name] for name in COARSE_ARRAYS)
     scan = Int8Scorer(QuantizedVectors(codes, scales), threads)
     exact = Int8Rows(vectors, threads)  # a coarse build stores its vectors row-major: no copy
-    return CoarseSemantic(projection, mean, scan, exact)
+    return CoarseSemantic(projection, mean, scan, exact, arrays.get("coarse_second_moment"))
 
 
 def _mapped_array(directory: Path, name: str) -> np.ndarray[Any, Any]:

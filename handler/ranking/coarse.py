@@ -9,6 +9,11 @@ caller names (the lexical signal's voters), and scores exactly those, bit for bi
 other tool keeps its estimate, capped below the candidates' threshold: it takes no semantic vote (those go to the
 best 100) and only enters the mean and spread the fusion standardizes by. What the approximation costs is measured
 against the exact scan: docs/performance.md "A million tools".
+
+The mean and spread the fusion standardizes the semantic signal by are the whole catalog's exact cosines' even so, in
+closed form (``CoarseSemantic.moments``: the query against the catalog's mean vector and second moment, which the
+build stores): read from the estimates instead, they moved the fused order, which is what bounded how coarse the
+codes could be (docs/performance.md "A million tools, fourth step").
 """
 
 from __future__ import annotations
@@ -17,15 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from handler.ranking.arrays import BoolArray, FloatArray, IndexArray
-from handler.ranking.dense import DenseScorer, QuantizedVectors, RowScorer, quantize
+from handler.ranking.arrays import BoolArray, DoubleArray, FloatArray, IndexArray
+from handler.ranking.dense import DenseScorer, QuantizedVectors, RowScorer, quantize, quantize_query
+from handler.ranking.fusion import mean_and_spread
 from handler.ranking.topk import at_least
 
 # At 100k tools the exact scan answered a one-action select faster (18.2 ms p50) than the coarse one (20.3 ms), both
 # scans then repacking their matrix every query; at 1M the exact scan alone reads 384 MB (~30 ms). Since both are
 # packed once, the crossing is not measured again (docs/performance.md).
 COARSE_MIN_TOOLS = 300_000
-COARSE_DIMENSIONS = 128  # 83 % of the variance of MiniLM tool vectors (10k bench catalog)
+# 64 directions with the moments in closed form: the exhaustive scan's top 10 on 299 of 300 1M bench tasks (128: 300)
+COARSE_DIMENSIONS = 64
 COARSE_SHARE = 0.005  # of the catalog rescored exactly (docs/performance.md: 0.02 before, the same top 10)
 MIN_CANDIDATES = 2_000
 FIT_SAMPLE = 20_000  # rows the principal directions are found on
@@ -39,15 +46,21 @@ class CoarseCodes:
     projection: FloatArray  # (d, m): the directions, unit columns
     mean: FloatArray  # (d,): the catalog's mean vector, which the codes are centred on
     codes: QuantizedVectors  # (n, m): each tool's centred vector along the directions
+    second_moment: DoubleArray  # (d, d): the mean of v vᵀ over the catalog's vectors as scored (int8)
 
 
 def fit_coarse(vectors: QuantizedVectors, dimensions: int = COARSE_DIMENSIONS, seed: int = 0) -> CoarseCodes:
-    """The principal directions of the tool vectors (from a fixed sample of rows) and every tool's codes."""
+    """The principal directions of the tool vectors (from a fixed sample of rows), every tool's codes, and the
+    vectors' mean and second moment (every row, in float64: the moments ``CoarseSemantic.moments`` reads)."""
     count, width = vectors.values.shape
     dimensions = min(dimensions, width)
     mean = np.zeros(width, dtype=np.float64)
+    second = np.zeros((width, width), dtype=np.float64)
     for start in range(0, count, _CHUNK):
-        mean += _rows(vectors, start, start + _CHUNK).sum(axis=0, dtype=np.float64)
+        rows = _rows(vectors, start, start + _CHUNK).astype(np.float64)
+        mean += rows.sum(axis=0)
+        second += rows.T @ rows
+    second /= max(count, 1)
     mean = (mean / max(count, 1)).astype(np.float32)
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(count, size=min(count, FIT_SAMPLE), replace=False)) if count else np.empty(0, int)
@@ -58,7 +71,7 @@ def fit_coarse(vectors: QuantizedVectors, dimensions: int = COARSE_DIMENSIONS, s
     codes = [quantize((_rows(vectors, s, s + _CHUNK) - mean) @ projection) for s in range(0, count, _CHUNK)]
     values = np.concatenate([c.values for c in codes]) if codes else np.zeros((0, dimensions), dtype=np.int8)
     scales = np.concatenate([c.scales for c in codes]) if codes else np.zeros(0, dtype=np.float32)
-    return CoarseCodes(projection, mean, QuantizedVectors(values, scales))
+    return CoarseCodes(projection, mean, QuantizedVectors(values, scales), second)
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,18 @@ class CoarseSemantic:
     mean: FloatArray
     scan: DenseScorer
     exact: RowScorer
+    second_moment: DoubleArray | None = None  # (d, d); None in a build written before it was stored
+
+    def moments(self, query_vector: FloatArray) -> tuple[float, float] | None:
+        """The mean and spread of every tool's exact cosine with the query (what fusion.moments reads from a full
+        scan), from the catalog's mean vector and second moment: the query as the exact scan quantizes it, q, gives
+        mean q·μ and variance qᵀMq - (q·μ)². None where the build holds no second moment."""
+        if self.second_moment is None:
+            return None
+        levels, step = quantize_query(np.asarray(query_vector, dtype=np.float32))
+        query = levels.astype(np.float64) * step
+        mean = float(query @ self.mean.astype(np.float64))
+        return mean_and_spread(mean, float(query @ self.second_moment @ query) - mean * mean)
 
     def score(self, query_vector: FloatArray, allowed: BoolArray | None, named: IndexArray) -> FloatArray:
         """Every tool's cosine with the query: exact for the candidates and the ``named`` tools, a capped

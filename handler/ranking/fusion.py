@@ -82,7 +82,12 @@ def moments(nonzero: FloatArray, count: int) -> tuple[float, float] | None:
     values = nonzero.astype(np.float64)
     mean = float(values.sum()) / count
     deviations = np.square(np.subtract(values, mean, out=values), out=values)  # in place: a million scores at 1M
-    spread = math.sqrt((float(deviations.sum()) + (count - len(values)) * mean * mean) / count)
+    return mean_and_spread(mean, (float(deviations.sum()) + (count - len(values)) * mean * mean) / count)
+
+
+def mean_and_spread(mean: float, variance: float) -> tuple[float, float] | None:
+    """A signal's mean and standard deviation; None for a flat signal, which carries no evidence."""
+    spread = math.sqrt(max(variance, 0.0))
     return None if spread <= 1e-9 else (mean, spread)
 
 
@@ -105,12 +110,17 @@ def evidence_weight(lexical: FloatArray, held: IntArray, terms: int) -> float:
 
 
 def reciprocal_rank_fusion(
-    lexical: FloatArray, semantic: FloatArray, allowed: BoolArray, lexical_weight: float = 1.0
+    lexical: FloatArray,
+    semantic: FloatArray,
+    allowed: BoolArray,
+    lexical_weight: float = 1.0,
+    semantic_moments: tuple[float, float] | None = None,
 ) -> FloatArray:
     """The hybrid score of every tool: its lexical (times ``lexical_weight``) and semantic rank votes among the
-    allowed tools, plus a little for how far it stands out in each."""
+    allowed tools, plus a little for how far it stands out in each (``semantic_moments``: as shortlist_fusion's)."""
     votes = lexical_weight * rank_votes(lexical, allowed & (lexical > 0)) + rank_votes(semantic, allowed)
-    standout = 0.5 * (z_score(lexical, allowed) + z_score(semantic, allowed))
+    semantic_z = z_score(semantic, allowed) if semantic_moments is None else _z_of(semantic, semantic_moments)
+    standout = 0.5 * (z_score(lexical, allowed) + semantic_z)
     return (votes + STANDOUT_WEIGHT * np.where(allowed, standout, 0.0)).astype(np.float32)
 
 
@@ -135,6 +145,7 @@ def shortlist_fusion(
     also: IndexArray | None = None,
     *,
     votes: tuple[Votes, Votes | None] | None = None,
+    semantic_moments: tuple[float, float] | None = None,
 ) -> Shortlist:
     """``reciprocal_rank_fusion``'s k best without fusing every tool of a large catalog (issue #27).
 
@@ -143,14 +154,18 @@ def shortlist_fusion(
     shortlist's k-th best is above the bound, the k best are among the shortlist; otherwise (a flat or tiny catalog)
     every allowed tool is fused. ``eligible``: the allowed tools sharing a word with the task, ascending; ``also``:
     allowed tools to keep on the shortlist whatever their votes (a vote added after the fusion may lift them);
-    ``votes``: the lexical and, where already found, the semantic signal's ``top_votes`` (the caller's, not redone)."""
+    ``votes``: the lexical and, where already found, the semantic signal's ``top_votes`` (the caller's, not redone);
+    ``semantic_moments``: the semantic signal's mean and spread over the allowed tools where the caller has them
+    without reading every score (coarse.CoarseSemantic.moments), else read from ``semantic``."""
     every = allowed_count == len(allowed)
     lexical_values = lexical[eligible]
     lexical_votes, semantic_votes = votes or (top_votes(lexical_values), None)
     if semantic_votes is None:
         semantic_votes = top_votes(semantic if every else np.where(allowed, semantic, -np.inf).astype(np.float32))
-    kept = semantic if every else semantic[allowed]
-    stats = (moments(lexical_values, allowed_count), moments(kept[kept != 0], allowed_count))
+    if semantic_moments is None:
+        kept = semantic if every else semantic[allowed]
+        semantic_moments = moments(kept[kept != 0], allowed_count)
+    stats = (moments(lexical_values, allowed_count), semantic_moments)
     ids = np.union1d(eligible[lexical_votes.voters], semantic_votes.voters)
     if also is not None:
         ids = np.union1d(ids, also)
@@ -169,7 +184,8 @@ def shortlist_fusion(
         if place > 0 and float(np.partition(scores, len(scores) - place)[len(scores) - place]) > bound + 1e-6:
             return Shortlist(ids, scores, semantic_votes)
     ids = np.flatnonzero(allowed)
-    return Shortlist(ids, reciprocal_rank_fusion(lexical, semantic, allowed, lexical_weight)[ids], semantic_votes)
+    fused = reciprocal_rank_fusion(lexical, semantic, allowed, lexical_weight, semantic_moments)
+    return Shortlist(ids, fused[ids], semantic_votes)
 
 
 def _votes_of(ids: IndexArray, pool: IndexArray, votes: FloatArray) -> FloatArray:

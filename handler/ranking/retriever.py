@@ -281,7 +281,18 @@ class RankingIndex:
         and the text's semantic signal's (fusion.top_votes), found once per query."""
         lexical_weight = evidence_weight(words[eligible], held[eligible], terms)
         if self.usage is None:
-            short = shortlist_fusion(words, eligible, cosines, allowed, allowed_count, lexical_weight, k, votes=votes)
+            moments = self._semantic_moments(query_vector, allowed_count)
+            short = shortlist_fusion(
+                words,
+                eligible,
+                cosines,
+                allowed,
+                allowed_count,
+                lexical_weight,
+                k,
+                votes=votes,
+                semantic_moments=moments,
+            )
             return self._top_of(short.ids, short.scores, k, exact, cosines)
         task_vector = query_vector if query_vector.ndim == 1 else query_vector[0]
         past = self.usage.past_task_cosines(task_vector, len(cosines))
@@ -322,6 +333,15 @@ class RankingIndex:
     def with_meanings(self, task: str) -> str:
         """The task as the embedder reads it here: with what its short forms mean in this catalog (lexical.py)."""
         return self._lexical.with_meanings(task)
+
+    def _semantic_moments(self, query_vector: FloatArray, allowed_count: int) -> tuple[float, float] | None:
+        """The semantic signal's mean and spread in closed form, where a large build's estimates would otherwise
+        enter them (coarse.py): a task of one row (a task's best over its parts has no closed form) with every tool
+        allowed (the build's moments are the whole catalog's). None: the fusion reads them from the scores."""
+        rows = np.atleast_2d(query_vector)
+        if self.coarse is None or len(rows) != 1 or allowed_count != len(self):
+            return None
+        return self.coarse.moments(rows[0])
 
     def _semantic(
         self, query_vector: FloatArray, voters: IndexArray, allowed: BoolArray, exact: int | None

@@ -1,7 +1,10 @@
 """The two-stage dense signal of a large build (handler/ranking/coarse.py): its candidates get the exact scan's
-cosines bit for bit, the others never outrank them, and policy chooses the candidates."""
+cosines bit for bit, the others never outrank them, policy chooses the candidates, and the signal's mean and spread
+are the full scan's."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ from handler.ranking import coarse as coarse_module
 from handler.ranking import topk
 from handler.ranking.coarse import CoarseSemantic, candidates, fit_coarse
 from handler.ranking.dense import ExactRows, QuantizedVectors, exact_int8_cosines, quantize
+from handler.ranking.fusion import moments
 
 
 def unit_rows(rng: np.random.Generator, count: int, width: int = 384, rank: int = 48) -> np.ndarray:
@@ -23,7 +27,23 @@ def unit_rows(rng: np.random.Generator, count: int, width: int = 384, rank: int 
 
 def two_stage(vectors: QuantizedVectors, dimensions: int = 32) -> CoarseSemantic:
     codes = fit_coarse(vectors, dimensions)
-    return CoarseSemantic(codes.projection, codes.mean, Int8Scorer(codes.codes), Int8Rows(vectors))
+    scan = Int8Scorer(codes.codes)
+    return CoarseSemantic(codes.projection, codes.mean, scan, Int8Rows(vectors), codes.second_moment)
+
+
+def test_the_closed_form_moments_are_the_full_scans() -> None:
+    rng = np.random.default_rng(4)
+    vectors = quantize(unit_rows(rng, 3000))
+    signal = two_stage(vectors)
+    scan = Int8Scorer(vectors)
+    for query in unit_rows(rng, 20):
+        closed = signal.moments(query)
+        full = scan.score(query)
+        read = moments(full[full != 0], len(full))  # what the fusion reads from every tool's exact cosine
+        assert closed is not None and read is not None
+        np.testing.assert_allclose(closed, read, rtol=1e-6)
+    assert signal.moments(np.zeros(384, dtype=np.float32)) is None  # a flat signal, as fusion.moments says
+    assert replace(signal, second_moment=None).moments(unit_rows(rng, 1)[0]) is None  # a build from before it
 
 
 def test_exact_cosines_of_some_rows_are_the_full_scans_bit_for_bit() -> None:
