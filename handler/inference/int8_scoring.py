@@ -136,9 +136,9 @@ class Int8Scorer:
         shifted = (levels + QUERY_SHIFT).astype(np.uint8)[None, :]
         (raw,) = self._session.run(None, {"A": shifted})
         exact = np.subtract(raw[0], self._shift_correction, out=raw[0])
-        # In place, each step as its own product: the same floats without three temporaries of n (4 MB each at 1M).
-        scores: FloatArray = exact.astype(np.float32)
-        scores *= np.float32(step)
+        # Each step as its own float32 product, the first one casting the integers as it goes: the same floats as
+        # casting first, one pass over n fewer, and no temporary of n (4 MB each at 1M).
+        scores: FloatArray = np.multiply(exact, np.float32(step), dtype=np.float32)
         scores *= self._row_scales
         return scores
 

@@ -102,7 +102,7 @@ class CoarseSemantic:
         estimate = self.scan.score(query @ self.projection)
         estimate += np.float32(query @ self.mean)
         picked = candidates(estimate, allowed, _candidate_count(len(estimate)))
-        chosen = np.union1d(picked, named)
+        chosen = _with_others(picked, named)
         if len(chosen) == len(estimate):
             return self.exact.score(query)
         cap = np.nextafter(estimate[picked].min(initial=np.inf), -np.inf)  # no estimate reaches a candidate's place
@@ -121,6 +121,14 @@ def candidates(estimate: FloatArray, allowed: BoolArray | None, count: int) -> I
     allowed."""
     eligible = estimate if allowed is None else np.where(allowed, estimate, -np.inf)
     return at_least(eligible, max(1, count // 2))
+
+
+def _with_others(ascending: IndexArray, others: IndexArray) -> IndexArray:
+    """np.union1d of distinct ascending positions and a few others, without sorting the thousands again."""
+    at = np.minimum(np.searchsorted(ascending, others), max(len(ascending) - 1, 0))
+    held = ascending[at] == others if len(ascending) else np.zeros(len(others), dtype=bool)
+    extra = np.unique(others[~held])
+    return np.insert(ascending, np.searchsorted(ascending, extra), extra) if len(extra) else ascending
 
 
 def _rows(vectors: QuantizedVectors, start: int, end: int) -> FloatArray:

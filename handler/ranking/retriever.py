@@ -227,8 +227,9 @@ class RankingIndex:
         allowed_count = int(np.count_nonzero(allowed))
         terms = len(lexical.terms)
         lexical_votes = top_votes(words[eligible])
-        cosines = self._semantic(query_vector, eligible[lexical_votes.voters], allowed, exact)
-        text_votes = top_votes(cosines if allowed_count == len(allowed) else np.where(allowed, cosines, -np.inf))
+        every = allowed_count == len(allowed)
+        cosines = self._semantic(query_vector, eligible[lexical_votes.voters], None if every else allowed, exact)
+        text_votes = top_votes(cosines if every else np.where(allowed, cosines, -np.inf))
         if method is Method.DENSE:
             found = self._top(cosines, np.flatnonzero(allowed), k, exact, cosines)
         else:
@@ -344,9 +345,10 @@ class RankingIndex:
         return self.coarse.moments(rows[0])
 
     def _semantic(
-        self, query_vector: FloatArray, voters: IndexArray, allowed: BoolArray, exact: int | None
+        self, query_vector: FloatArray, voters: IndexArray, allowed: BoolArray | None, exact: int | None
     ) -> FloatArray:
         """Cosines with the query; with several rows (a task and its parts, query.embed_query) a tool's best.
+        ``allowed``: None when every tool is.
         A large build's coarse scan scores exactly the tools that can take a vote: its own candidates, the lexical
         signal's ``voters`` and the tool the task names."""
         rows = [query_vector] if query_vector.ndim == 1 else list(query_vector)

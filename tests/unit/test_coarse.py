@@ -12,7 +12,7 @@ import pytest
 from handler.inference.int8_scoring import Int8Rows, Int8Scorer
 from handler.ranking import coarse as coarse_module
 from handler.ranking import topk
-from handler.ranking.coarse import CoarseSemantic, candidates, fit_coarse
+from handler.ranking.coarse import CoarseSemantic, _with_others, candidates, fit_coarse
 from handler.ranking.dense import ExactRows, QuantizedVectors, exact_int8_cosines, quantize
 from handler.ranking.fusion import moments
 
@@ -116,3 +116,11 @@ def test_few_allowed_tools_are_all_candidates() -> None:
     allowed[rng.choice(10_000, size=30, replace=False)] = True
     np.testing.assert_array_equal(candidates(estimate, allowed, 2000), np.flatnonzero(allowed))
     assert len(candidates(estimate, np.zeros(10_000, dtype=bool), 2000)) == 0
+
+
+def test_the_named_tools_join_the_candidates_as_a_union_would() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        picked = np.unique(rng.integers(0, 200, rng.integers(0, 60))).astype(np.intp)
+        named = rng.integers(0, 220, rng.integers(0, 12)).astype(np.intp)  # repeats, and some among the picked
+        np.testing.assert_array_equal(_with_others(picked, named), np.union1d(picked, named))
