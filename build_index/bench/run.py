@@ -61,18 +61,27 @@ def build_timed(size: int, target: Path, embedder: OnnxEmbedder, model_dir: Path
 def cached_index(size: int, embedder: OnnxEmbedder, model_dir: Path) -> tuple[Path, float | None]:
     """The size's index, built once per model and code version; the build time when built now (and then also
     recorded beside the cache, see recorded_build)."""
-    from build_index.bench import catalog
-    from handler.index.format import SCHEMA_VERSION
-    from handler.ranking import analyzer, text
-
-    version = hashlib.sha256(b"".join(Path(m.__file__ or "").read_bytes() for m in (text, analyzer, catalog)))
-    version.update(str(SCHEMA_VERSION).encode())
-    root = CACHE / f"n{size}-{embedder.fingerprint[:10]}-{version.hexdigest()[:12]}"
+    root = cache_root(size, embedder.fingerprint)
     if (root / LATEST).is_file():
         return root, None
     seconds = build_timed(size, root, embedder, model_dir)
     record_build(root, seconds, f"timed by toolrec bench on {machine()}, {default_workers()} build workers")
     return root, seconds
+
+
+def cache_root(size: int, model_fingerprint: str) -> Path:
+    """Where the size's cached index lives: keyed by the model and by what decides the build's contents (the tools'
+    text, the analyzer, the bench catalog, the format, and a large build's coarse layout)."""
+    from build_index.bench import catalog
+    from handler.index.format import SCHEMA_VERSION, expected_files
+    from handler.ranking import analyzer, coarse, text
+
+    version = hashlib.sha256(b"".join(Path(m.__file__ or "").read_bytes() for m in (text, analyzer, catalog)))
+    version.update(str(SCHEMA_VERSION).encode())
+    if size >= coarse.COARSE_MIN_TOOLS:  # a large build's files and codes (a smaller build's key is what it was)
+        files = expected_files(SCHEMA_VERSION, with_coarse=True, with_coarse_moments=True)
+        version.update(f"{sorted(files)} {coarse.COARSE_DIMENSIONS}".encode())
+    return CACHE / f"n{size}-{model_fingerprint[:10]}-{version.hexdigest()[:12]}"
 
 
 def build_record_path(root: Path) -> Path:

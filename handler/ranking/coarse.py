@@ -27,10 +27,10 @@ from handler.ranking.dense import DenseScorer, QuantizedVectors, RowScorer, quan
 from handler.ranking.fusion import mean_and_spread
 from handler.ranking.topk import at_least
 
-# At 100k tools the exact scan answered a one-action select faster (18.2 ms p50) than the coarse one (20.3 ms), both
-# scans then repacking their matrix every query; at 1M the exact scan alone reads 384 MB (~30 ms). Since both are
-# packed once, the crossing is not measured again (docs/performance.md).
-COARSE_MIN_TOOLS = 300_000
+# At 100k tools the coarse scan answers a one-action select 0.5-1.2 ms faster than the exact one, with the same top 10
+# on 300 of 300 bench tasks and 40 MB less memory; at 30k 3-4 ms slower: below 4 x topk.SAMPLE scores no threshold is
+# sampled, and every tool is rescored (docs/performance.md "A million tools, fourth step").
+COARSE_MIN_TOOLS = 100_000
 # 64 directions with the moments in closed form: the exhaustive scan's top 10 on 299 of 300 1M bench tasks (128: 300)
 COARSE_DIMENSIONS = 64
 COARSE_SHARE = 0.005  # of the catalog rescored exactly (docs/performance.md: 0.02 before, the same top 10)
