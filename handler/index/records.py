@@ -7,6 +7,8 @@ required — is loaded eagerly from ``tool_keys.json``; the rest waits in the ra
 record and the manifest's sha256 vouches for the bytes, so a record read later is the record that was built; one that
 still fails validation (a build written by other means) raises IntegrityError, which a request answers with a 503.
 
+The parsed records are a bounded cache (``PARSED_RECORDS``, the most recently read), not every record ever read.
+
 A loaded build's records stay in their file (``open_records``), each read where it lies when first asked for: the file
 is ~570 MB at 1M tools and costs the process nothing at rest. It is read, not memory-mapped: mapped, every record read
 also mapped the pages around it (the kernel's fault-around), and at a million tools the records grew to 436 MB of the
@@ -15,6 +17,7 @@ process's RSS over 200 selects (docs/performance.md). Its newlines are found by 
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -33,6 +36,10 @@ from handler.errors import IntegrityError
 from handler.policy.authorization import authorization_app
 
 NEWLINE = ord("\n")
+# Records kept parsed, the most recently read (~2.7 KB each at 10k tools: 11 MB). Every record read once stayed
+# parsed before: 27 MB at 10k tools once each was, and at a million ~2.7 GB, past a function's memory, on an instance
+# that lives long enough; a miss costs ~12 µs (docs/performance.md).
+PARSED_RECORDS = 4_096
 SCAN_BLOCK = 1 << 20  # bytes read at a time when looking for newlines: with its mask, the scan's whole memory
 
 
@@ -113,7 +120,8 @@ def open_records(path: Path, keys: ToolKeys) -> ToolRecords:
 
 
 class ToolRecords(Sequence[Tool]):
-    """The tools of a build in index order; ``records[i]`` parses and validates line ``i`` on first use.
+    """The tools of a build in index order; ``records[i]`` parses and validates line ``i`` when read, and the
+    ``PARSED_RECORDS`` most recently read stay parsed.
     ``jsonl``: the bytes of tools.jsonl, or the file (FileSpans); ``ends``: its newlines' offsets (found in the bytes
     when not given)."""
 
@@ -128,7 +136,12 @@ class ToolRecords(Sequence[Tool]):
         self._jsonl = jsonl
         self._starts = np.concatenate(([0], ends[:-1] + 1)) if len(ends) else ends
         self._ends = ends
-        self._parsed: dict[int, Tool] = {}
+        starts = self._starts
+
+        def parse(i: int) -> Tool:  # a closure over the parts, not self: the cache holds no cycle back to it
+            return _parsed_record(jsonl, keys, int(starts[i]), int(ends[i]), i)
+
+        self._parsed = functools.lru_cache(maxsize=PARSED_RECORDS)(parse)
 
     def __len__(self) -> int:
         return len(self.keys.names)
@@ -149,22 +162,17 @@ class ToolRecords(Sequence[Tool]):
     def __getitem__(self, position: int | slice) -> Tool | Sequence[Tool]:
         if isinstance(position, slice):
             return [self[i] for i in range(len(self))[position]]
-        i = range(len(self))[position]  # IndexError and negative positions as for a list
-        tool = self._parsed.get(i)
-        if tool is None:
-            tool = self._parse(i)
-            self._parsed[i] = tool  # a race only parses the same line twice
-        return tool
+        return self._parsed(range(len(self))[position])  # IndexError and negative positions as for a list
 
-    def _parse(self, i: int) -> Tool:
-        line = self._jsonl[int(self._starts[i]) : int(self._ends[i])]
-        try:
-            tool = Tool.model_validate_json(line)
-        except ValidationError as exc:  # only a build written by something else than this toolrec's build step
-            raise IntegrityError(
-                f"tool record {i} ({self.keys.names[i]}) is invalid ({exc.error_count()} problem(s)); "
-                "rebuild the index with this toolrec version"
-            ) from None
-        if tool.name != self.keys.names[i]:
-            raise IntegrityError(f"tool record {i} is {tool.name!r}, its key says {self.keys.names[i]!r}")
-        return tool
+
+def _parsed_record(jsonl: bytes | FileSpans, keys: ToolKeys, start: int, end: int, i: int) -> Tool:
+    try:
+        tool = Tool.model_validate_json(jsonl[start:end])
+    except ValidationError as exc:  # only a build written by something else than this toolrec's build step
+        raise IntegrityError(
+            f"tool record {i} ({keys.names[i]}) is invalid ({exc.error_count()} problem(s)); "
+            "rebuild the index with this toolrec version"
+        ) from None
+    if tool.name != keys.names[i]:
+        raise IntegrityError(f"tool record {i} is {tool.name!r}, its key says {keys.names[i]!r}")
+    return tool

@@ -9,6 +9,7 @@ import pytest
 
 from handler.catalog.tool import Requirements, Tool
 from handler.errors import IntegrityError
+from handler.index import records as records_module
 from handler.index.records import ToolKeys, ToolRecords, to_jsonl
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
@@ -53,6 +54,17 @@ def test_a_record_is_parsed_only_when_asked_for() -> None:
     assert loaded[0] == TOOLS[0]
     with pytest.raises(IntegrityError, match=r"tool record 2 \(lookup\) is invalid"):
         loaded[2]
+
+
+def test_only_the_most_recently_read_records_stay_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records_module, "PARSED_RECORDS", 2)
+    many = [Tool(name=f"App.Tool{i}", description=f"Tool {i}", input_schema=SCHEMA, app="App") for i in range(50)]
+    loaded = records(many)
+    for _ in range(3):
+        assert list(loaded) == many  # read again after being dropped: the same records
+    assert loaded[49] is loaded[49]  # the last read stays parsed
+    cached = loaded._parsed.cache_info()
+    assert cached.currsize == 2 and cached.maxsize == 2
 
 
 def test_records_that_disagree_with_their_keys_are_refused() -> None:
