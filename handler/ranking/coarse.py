@@ -3,12 +3,12 @@
 One exact int8 scan reads 384 bytes per tool, and the scan is bound by memory bandwidth: ~30 ms at a million tools on
 one core, more than a whole select may take (issue #27). A build of ``COARSE_MIN_TOOLS`` or more tools also stores
 each tool's vector in the ``COARSE_DIMENSIONS`` principal directions of the catalog's vectors (the directions that
-hold most of their variance, found on a sample; int8, a third of the bytes). A query scans those, keeps the allowed
+hold most of their variance, found on a sample; int8, a sixth of the bytes). A query scans those, keeps the allowed
 tools whose estimate is among the best ``COARSE_SHARE`` of the catalog (at least ``MIN_CANDIDATES``) and the tools the
 caller names (the lexical signal's voters), and scores exactly those, bit for bit as the full int8 scan would. Every
 other tool keeps its estimate, capped below the candidates' threshold: it takes no semantic vote (those go to the
-best 100) and only enters the mean and spread the fusion standardizes by. What the approximation costs is measured
-against the exact scan: docs/performance.md "A million tools".
+best 100) and enters the mean and spread the fusion standardizes by only where those are not in closed form (below).
+What the approximation costs is measured against the exact scan: docs/performance.md "A million tools".
 
 The mean and spread the fusion standardizes the semantic signal by are the whole catalog's exact cosines' even so, in
 closed form (``CoarseSemantic.moments``: the query against the catalog's mean vector and second moment, which the
